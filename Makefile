@@ -1,0 +1,121 @@
+# spmtap — see README.md.  `make` builds the library, the CLI and the
+# emulator into build/; `make test` runs the CUnit suites and integration tests.
+PREFIX   ?= /usr/local
+LIBDIR   ?= $(PREFIX)/lib
+B        ?= build
+CC       ?= cc
+VERSION_MAJOR := 0
+VERSION_MINOR := 1
+VERSION  := $(VERSION_MAJOR).$(VERSION_MINOR).0
+
+OPT      ?= -O2 -g
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CPPFLAGS += -I. -Iinclude -Iuapi/compat -D_GNU_SOURCE
+CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden $(SAN)
+LDFLAGS  += $(SAN)
+LIBS     := -ldl -lpthread -ljansson
+
+# Library: acquisition, decoding, collection.  The CLI is in collector/cli/.
+LIB_SRC  := $(wildcard spm/*.c decoder/*.c collector/lib/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
+CLI_SRC  := $(wildcard collector/cli/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
+# emu/common: profiles and the topology generator, used by the shim and by
+# `spmtap --emulate`; emu/shim: the LD_PRELOAD library itself.
+EMUC_SRC := $(wildcard emu/common/*.c)
+EMUC_OBJ := $(EMUC_SRC:%.c=$(B)/obj/%.o)
+SHIM_SRC := $(wildcard emu/shim/*.c)
+SHIM_OBJ := $(SHIM_SRC:%.c=$(B)/obj/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/obj/%.o)
+HELPER_SRC := $(wildcard tests/helpers/*.c)
+HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(B)/tests/helpers/%)
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
+
+LIB_A    := $(B)/libspmtap.a
+LIB_SO   := $(B)/libspmtap.so.$(VERSION_MAJOR)
+EMU_A    := $(B)/libspmtap-emucommon.a
+SHIM_SO  := $(B)/libspmtap-emu.so
+CLI      := $(B)/spmtap
+
+.PHONY: all test check-asan check-tsan bench fuzz soak install clean
+all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(CLI)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB_A): $(LIB_OBJ)
+	@mkdir -p $(B)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJ) include/libspmtap.map
+	$(CC) -shared -Wl,-soname,libspmtap.so.$(VERSION_MAJOR) \
+	  -Wl,--version-script=include/libspmtap.map $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
+
+$(B)/libspmtap.so: $(LIB_SO)
+	ln -sf libspmtap.so.$(VERSION_MAJOR) $@
+
+$(B)/spmtap.pc: include/spmtap.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(EMU_A): $(EMUC_OBJ)
+	@mkdir -p $(B)
+	rm -f $@ && ar rcs $@ $^
+
+$(SHIM_SO): $(SHIM_OBJ) $(EMU_A)
+	$(CC) -shared $(LDFLAGS) -o $@ $(SHIM_OBJ) $(EMU_A) -ldl -lpthread
+
+$(CLI): $(CLI_OBJ) $(LIB_A) $(EMU_A)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB_A) $(EMU_A) $(LIBS)
+
+$(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit $(LIBS)
+
+$(B)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS)
+
+$(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lhsakmt $(LIBS)
+
+tests-build: all $(TEST_BIN) $(HELPER_BIN)
+.PHONY: tests-build
+
+# The README's test command.  Every suite runs under the emulator it needs.
+test: tests-build
+	B=$(B) sh tests/run.sh
+
+check-asan:
+	$(MAKE) B=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+
+check-tsan:
+	$(MAKE) B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" TSAN=1 test
+
+bench: all $(BENCH_BIN)
+	B=$(B) sh tests/bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/spmtap $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/spmtap
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so
+	install -m 755 $(SHIM_SO) $(DESTDIR)$(LIBDIR)/spmtap/
+	install -m 644 include/spmtap.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(B)/spmtap.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# Install the Debian packages the build and the tests need (README, .ci/run).
+deps:
+	sh .ci/install-deps
+.PHONY: deps

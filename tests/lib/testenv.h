@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test harness helpers: run a test binary (or a child program) under the
+ * emulated device, and small CUnit conveniences shared by every suite.
+ */
+#ifndef SPMTAP_TESTENV_H
+#define SPMTAP_TESTENV_H
+
+#include <CUnit/CUnit.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/*
+ * If this process is not yet running under the emulator: generate a topology
+ * for `profile` (e.g. "mi300a", "mi250x:2", "mi300a,mi210") in a fresh
+ * temporary directory, set SPMTAP_EMU_* (private state dir and truth file
+ * inside that directory), LD_PRELOAD the shim from the build tree and
+ * re-execute /proc/self/exe with the same argv; the parent waits, removes
+ * the directory and exits with the child's status.  Returns only in the
+ * emulated child.  `extra_env` is a NULL-terminated list of "KEY=VALUE".
+ */
+void testenv_under_emu(int argc, char **argv, const char *profile, const char *const *extra_env);
+
+/* Directory of the build outputs ($B, default "build"), as an absolute path. */
+const char *testenv_build_dir(void);
+/* Temporary directory of this emulated run (holds the tree, state, truth). */
+const char *testenv_tmpdir(void);
+
+/*
+ * One CUnit case with an optional requirement: requires() returns NULL when
+ * the case can run, else the reason it is skipped (printed as SKIP (reason)).
+ */
+struct testenv_case {
+	const char *name;
+	void (*fn)(void);
+	const char *(*requires)(void);
+};
+
+/*
+ * Register `cases` (terminated by a {NULL}) as suite `suite`, run it
+ * (optionally only cases whose name contains argv[1]; "--list" lists them),
+ * print CUnit's summary and return the process exit status (0 = all passed).
+ */
+int testenv_run_suite(const char *suite, const struct testenv_case *cases, int argc, char **argv);
+
+#endif
