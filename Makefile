@@ -92,7 +92,7 @@ test: tests-build
 	B=$(B) sh tests/run.sh
 
 check-asan:
-	$(MAKE) B=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) B=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 check-tsan:
 	$(MAKE) B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" TSAN=1 test
@@ -119,3 +119,23 @@ clean:
 deps:
 	sh .ci/install-deps
 .PHONY: deps
+
+# libFuzzer targets for every parser of external bytes (tests/fuzz/*.c).
+# FUZZ_SECONDS per target; corpora are kept in build-fuzz/corpus/<target>.
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_LIBSRC := $(wildcard decoder/*.c collector/lib/*.c spm/*.c)
+fuzz:
+	@mkdir -p build-fuzz/corpus
+	@for f in $(FUZZ_SRC); do \
+	  n=$$(basename $$f .c); \
+	  clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -fsanitize=fuzzer,address,undefined \
+	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) -ldl -lpthread -ljansson || exit 1; \
+	  mkdir -p build-fuzz/corpus/$$n; \
+	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/$$n- build-fuzz/corpus/$$n > build-fuzz/$$n.log 2>&1; rc=$$?; \
+	  grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" build-fuzz/$$n.log; \
+	  test $$rc = 0 || exit 1; \
+	done
+.PHONY: fuzz

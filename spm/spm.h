@@ -41,7 +41,11 @@ int spm_discover(const char *sysfs_root, struct spm_device **out, size_t *count,
 void spm_device_marketing_name(struct spm_device *dev);
 /* "GPU 1 (gpu_id 0x1234, gfx942)" into buf; for messages. */
 const char *spm_device_label(const struct spm_device *dev, char *buf, size_t len);
-/* Resolve "0", "gpu_id:0x1234" or "0x1234" against the list. */
+/*
+ * Resolve "0" (index), "gpu_id:0x1234" or "0x1234" against the list: the
+ * position in devs, or -EINVAL (unparsable) / -ENODEV (no such GPU) with the
+ * valid choices listed in err.
+ */
 int spm_device_lookup(const struct spm_device *devs, size_t n, const char *spec,
 		      char *err, size_t errlen);
 
@@ -120,11 +124,17 @@ int spm_stream_open(struct spm_stream **out, const struct spm_backend_ops *ops,
 		    struct spm_backend *b, const struct spm_device *dev,
 		    const struct spm_stream_opts *opts, char *err, size_t errlen);
 enum spm_gen spm_stream_gen(const struct spm_stream *s);
-/* Bytes the kernel writes into a buffer of `size` before any data (per region). */
+/*
+ * Bytes the kernel writes into a buffer of `size` before any data (per
+ * region): gen B's 32-byte header (each of the num_xcc regions has one), gen A 0.
+ */
 uint32_t spm_stream_overhead(const struct spm_stream *s, uint32_t size);
 /*
  * Arm `next` (NULL = stop) and retire the previously armed buffer into *r
- * (r->buf NULL if none was armed).  timeout 0 = flush synchronously.
+ * (r->buf NULL if none was armed).  timeout 0 = flush synchronously.  A stop
+ * sends at least 64 * num_xcc as its size (gen B rejects less).  Re-arming
+ * the buffer that is armed now is -EINVAL.  On failure nothing is retired and
+ * the armed buffer stays armed.
  */
 int spm_stream_rotate(struct spm_stream *s, void *next, uint32_t size, uint32_t timeout_ms,
 		      struct spm_retired *r, char *err, size_t errlen);
