@@ -82,7 +82,7 @@ $(B)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
 
 $(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lhsakmt $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS)
 
 tests-build: all $(TEST_BIN) $(HELPER_BIN)
 .PHONY: tests-build

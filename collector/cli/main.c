@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spmtap: the command table, global options and help.  Each command lives
+ * in its own cmd-<name>.c as cmd_<name>(argc, argv), argv[0] = its name.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/cli/cli.h"
+#include "collector/cli/cmd-decode.h"
+#include "spmtap.h"
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const char help_usage[] = "usage: spmtap help [COMMAND]\n\n"
+				 "Without COMMAND: the list of commands.  With it: that command's help,\n"
+				 "the same text as `spmtap COMMAND --help`.\n";
+static const char version_usage[] = "usage: spmtap version\n\nPrint spmtap's version.\n";
+
+static const struct cli_cmd commands[] = {
+	{ "list", cmd_list, "List GPUs and SPM backends (and, with --probe, the SPM generation)",
+	  cmd_list_usage },
+	{ "record", cmd_record, "Record SPM data to a file", cmd_record_usage },
+	/* usage NULL: the command prints its own help for --help */
+	{ "decode", cmd_decode, "Decode one XCC's raw sample stream to CSV", NULL },
+	{ "help", cmd_help, "Show help for spmtap or one command", help_usage },
+	{ "version", cmd_version, "Print the version", version_usage },
+	{ NULL, NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: spmtap [--emulate PROFILE] [--version] [--help] COMMAND [ARGS]\n\n"
+		   "Stream AMD GPU SPM (RLC Streaming Performance Monitor) counters.\n\n"
+		   "Commands:\n");
+	for (const struct cli_cmd *c = commands; c->name; c++)
+		fprintf(f, "  %-9s %s\n", c->name, c->summary);
+	fprintf(f, "\nGlobal options:\n"
+		   "  --emulate PROFILE  run against the emulated device (e.g. mi300a, mi210,\n"
+		   "                     mi250x:2, mi300a,mi210); also SPMTAP_EMULATE=PROFILE\n"
+		   "  --version          print the version and exit\n"
+		   "  -h, --help         this text\n\n"
+		   "`spmtap help COMMAND` or `spmtap COMMAND --help` describes a command.\n");
+}
+
+static const struct cli_cmd *find(const char *name)
+{
+	for (const struct cli_cmd *c = commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+static int show_help(const struct cli_cmd *c)
+{
+	if (c->usage) {
+		fputs(c->usage, stdout);
+		return EXIT_OK;
+	}
+	char *argv[] = { (char *)c->name, (char *)"--help", NULL };
+	return c->fn(2, argv);
+}
+
+/* Edit distance, for "did you mean"; names are short, so O(n*m) is fine. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 31 || lb > 31)
+		return 99;
+	size_t d[32][32];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+			size_t m = sub < del ? sub : del;
+			d[i][j] = m < ins ? m : ins;
+		}
+	return d[la][lb];
+}
+
+static int unknown(const char *name)
+{
+	fprintf(stderr, "spmtap: '%s' is not a spmtap command.", name);
+	const char *best = NULL;
+	size_t bestd = 3; /* suggest only close names */
+	for (const struct cli_cmd *c = commands; c->name; c++) {
+		size_t d = distance(name, c->name);
+		if (!strncmp(name, c->name, strlen(name)) && strlen(name) >= 2)
+			d = 1;
+		if (d < bestd) {
+			bestd = d;
+			best = c->name;
+		}
+	}
+	if (best)
+		fprintf(stderr, " Did you mean '%s'?", best);
+	fprintf(stderr, " See 'spmtap help'.\n");
+	return EXIT_USAGE;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	const struct cli_cmd *c = find(argv[1]);
+	if (!c)
+		return unknown(argv[1]);
+	return show_help(c);
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("spmtap %s\n", spmtap_version_string());
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	const char *emulate = getenv("SPMTAP_EMULATE");
+	int i = 1;
+	/* Global options come before the command; the command parses the rest. */
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--emulate")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "spmtap: --emulate needs a PROFILE\n");
+				return EXIT_USAGE;
+			}
+			emulate = argv[++i];
+		} else if (!strncmp(a, "--emulate=", 10)) {
+			emulate = a + 10;
+		} else if (!strcmp(a, "--version")) {
+			return cmd_version(0, NULL);
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return EXIT_OK;
+		} else if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else {
+			fprintf(stderr, "spmtap: unknown option '%s'\n", a);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const struct cli_cmd *c = find(argv[i]);
+	if (!c)
+		return unknown(argv[i]);
+	for (int j = i + 1; j < argc; j++) {
+		if (!strcmp(argv[j], "--"))
+			break;
+		if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h"))
+			return show_help(c);
+	}
+	if (emulate && *emulate && c->fn != cmd_help && c->fn != cmd_version) {
+		int st = emulate_run(emulate, argv);
+		if (st >= 0)
+			return st;
+	}
+	/* A file size limit must come back as EFBIG from write(), not kill us
+	 * with the output half written. */
+	signal(SIGXFSZ, SIG_IGN);
+	return c->fn(argc - i, argv + i);
+}

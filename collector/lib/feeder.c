@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Feeder thread (collector/lib/feeder.h).  Buffer life cycle:
+ *
+ *   free --(poison, SET_DEST_BUF arms it)--> armed --(next SET_DEST_BUF
+ *   retires it)--> retired (queued, owned by the consumer) --feeder_put--> free
+ *
+ * Only the feeder thread calls into the stream, so the stream needs no lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collector/lib/feeder.h"
+#include "collector/lib/spsc.h"
+#include "log.h"
+
+#define MIN_PERIOD_US 1000u
+#define MAX_PERIOD_US 100000u
+#define START_PERIOD_US 10000u
+/* SPM.md 3.6 / aqlprofile: rotate until a call copies nothing, at most 5 more times. */
+#define DRAIN_EXTRA_CALLS 5u
+/* How long the drain waits for the consumer to give a buffer back. */
+#define DRAIN_WAIT_MS 2000
+
+struct feeder {
+	struct spm_stream *s;
+	uint32_t num_xcc;
+	bool headers; /* the stream's buffers carry per-region headers */
+	uint32_t size, nbuf;
+	struct feeder_buf *bufs;
+	struct spsc retired, free;
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_t ctl_lock;
+	pthread_cond_t ctl_cond;
+	atomic_bool stop;
+
+	int64_t stall_at_ms, stall_ms; /* < 0: no stall */
+	/* Of the last buffer handed over, kept here because the consumer owns it now. */
+	uint32_t last_max_part, last_bytes;
+	bool last_loss;
+	struct feeder_stats st;        /* written by the thread; read after join */
+};
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t feeder_round_size(uint64_t want, uint32_t num_xcc, char *note, size_t len)
+{
+	if (note && len)
+		note[0] = 0;
+	if (num_xcc == 0)
+		num_xcc = 1;
+	uint64_t unit = 32ull * num_xcc;
+	uint64_t lo = FEEDER_MIN_SIZE > 64ull * num_xcc ? FEEDER_MIN_SIZE : 64ull * num_xcc;
+	uint64_t hi = UINT32_MAX;
+	uint64_t v = want ? want : FEEDER_DEFAULT_SIZE;
+	const char *why = NULL;
+	if (v > hi) {
+		v = hi;
+		why = "the ioctl takes a 32-bit size";
+	} else if (v < lo) {
+		v = lo;
+		why = "smaller buffers cannot hold a region per XCC";
+	}
+	uint64_t r = v / unit * unit;
+	if (r < lo)
+		r = (lo + unit - 1) / unit * unit;
+	if (!why && r != v)
+		why = "sizes are whole 32-byte lines for each XCC region";
+	if (why && note && len)
+		snprintf(note, len, "buffer size %" PRIu64 " adjusted to %" PRIu64 " bytes: %s", want, r,
+			 why);
+	return (uint32_t)r;
+}
+
+static void set_error(struct feeder *f, int err, const char *what, const char *msg)
+{
+	if (f->st.error)
+		return;
+	f->st.error = err ? err : -EIO;
+	snprintf(f->st.errmsg, sizeof(f->st.errmsg), "%s: %s", what,
+		 msg && *msg ? msg : spmtap_strerror(err));
+}
+
+/* Sleep up to us, waking early when a stop is requested. */
+static void nap(struct feeder *f, uint32_t us)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += (long)(us % 1000000u) * 1000L;
+	dl.tv_sec += us / 1000000u + dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&f->ctl_lock);
+	while (!atomic_load(&f->stop))
+		if (pthread_cond_timedwait(&f->ctl_cond, &f->ctl_lock, &dl) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&f->ctl_lock);
+}
+
+/* Fill in the framing summary of a buffer the kernel just gave back. */
+static uint32_t frame_summary(struct feeder *f, struct feeder_buf *b, const struct spm_retired *r)
+{
+	struct dec_part parts[DEC_MAX_XCC];
+	uint32_t max_part = 0;
+	b->args_bytes = r->args_bytes;
+	b->args_loss = r->args_loss;
+	b->bytes = b->loss_parts = b->bad_parts = 0;
+	int n = dec_frame_split(f->headers, f->num_xcc, b->data, b->size, r->args_bytes, r->args_loss,
+				parts, DEC_MAX_XCC);
+	for (int i = 0; i < n; i++) {
+		b->bytes += parts[i].bytes;
+		b->loss_parts += parts[i].loss;
+		b->bad_parts += parts[i].bad;
+		if (parts[i].bytes > max_part)
+			max_part = parts[i].bytes;
+	}
+	return max_part;
+}
+
+static void hand_over(struct feeder *f, struct feeder_buf *b, const struct spm_retired *r)
+{
+	b->host_ns = now_ns(CLOCK_BOOTTIME);
+	f->last_max_part = frame_summary(f, b, r);
+	f->last_bytes = b->bytes;
+	f->last_loss = b->loss_parts != 0;
+	b->seq = f->st.retired++;
+	f->st.bytes += b->bytes;
+	f->st.loss_buffers += b->loss_parts != 0;
+	f->st.bad_buffers += b->bad_parts != 0;
+	/* Cannot be full: the queue holds every buffer there is. */
+	if (spsc_push(&f->retired, b) < 0)
+		set_error(f, -EOVERFLOW, "feeder", "retired-buffer queue overflow (bug)");
+}
+
+/*
+ * Arm `next` and retire whatever was armed.  timeout 0: the kernel flushes
+ * its ring into the retired buffer synchronously, which is what we want at
+ * every poll.  A blocking timeout would park this thread inside the ioctl
+ * until a region fills or the time runs out; on gen B an expiry does not
+ * even flush (SPM.md 3.4), signals restart the full wait, and libhsakmt
+ * retries EINTR forever, so a stop request could go unanswered.  Polling
+ * with 0 keeps every call short and the period ours to choose.
+ */
+static int rotate(struct feeder *f, struct feeder_buf *armed, struct feeder_buf *next,
+		  struct spm_retired *r)
+{
+	char msg[SPM_ERRLEN] = "";
+	if (next)
+		dec_frame_poison(f->headers, f->num_xcc, next->data, next->size);
+	memset(r, 0, sizeof(*r));
+	int rc = spm_stream_rotate(f->s, next ? next->data : NULL, f->size, 0, r, msg, sizeof(msg));
+	if (rc < 0) {
+		set_error(f, rc, next ? "SET_DEST_BUF" : "SET_DEST_BUF (stop)", msg);
+		return rc;
+	}
+	if (next)
+		f->st.rotations++;
+	if (armed)
+		hand_over(f, armed, r);
+	return 0;
+}
+
+static uint32_t next_period(struct feeder *f, uint32_t period, uint32_t max_part, uint64_t dt_ns,
+			    bool loss)
+{
+	if (loss)
+		return period / 2 > MIN_PERIOD_US ? period / 2 : MIN_PERIOD_US;
+	uint32_t cap = f->size / f->num_xcc;
+	uint32_t oh = spm_stream_overhead(f->s, f->size);
+	cap = cap > oh ? cap - oh : cap;
+	if (max_part == 0 || dt_ns == 0)
+		return period * 2 < MAX_PERIOD_US ? period * 2 : MAX_PERIOD_US;
+	/* Retire at about a quarter full: room for a late poll or a slow consumer. */
+	double us = (double)cap / 4.0 / ((double)max_part / ((double)dt_ns / 1e3));
+	if (us < MIN_PERIOD_US)
+		us = MIN_PERIOD_US;
+	if (us > MAX_PERIOD_US)
+		us = MAX_PERIOD_US;
+	/* Smooth: rates are bursty. */
+	return (uint32_t)((period + us) / 2);
+}
+
+static void maybe_stall(struct feeder *f, uint64_t start_ns)
+{
+	if (f->stall_at_ms < 0 || f->st.stalled)
+		return;
+	if ((now_ns(CLOCK_MONOTONIC) - start_ns) / 1000000u < (uint64_t)f->stall_at_ms)
+		return;
+	f->st.stalled = true;
+	pr_info("feeder", "SPMTAP_FEEDER_STALL: sleeping %" PRId64 " ms", f->stall_ms);
+	struct timespec ts = { f->stall_ms / 1000, (f->stall_ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void drain_and_stop(struct feeder *f, struct feeder_buf *armed)
+{
+	struct spm_retired r;
+	for (uint32_t i = 0; armed && !f->st.error && i <= DRAIN_EXTRA_CALLS; i++) {
+		void *item;
+		if (spsc_pop(&f->free, &item, DRAIN_WAIT_MS) < 0) {
+			pr_warn("feeder", "drain: the consumer kept every buffer for %d ms; stopping without a full drain",
+				DRAIN_WAIT_MS);
+			f->st.drain_capped = true;
+			break;
+		}
+		struct feeder_buf *next = item;
+		if (rotate(f, armed, next, &r) < 0)
+			break;
+		f->st.drain_calls++;
+		armed = next;
+		if (f->last_bytes == 0)
+			goto stop;
+	}
+	if (!f->st.error)
+		f->st.drain_capped = true;
+stop:
+	/* The stop retires the last buffer with a flush; gen B wants >= 64 bytes per XCC. */
+	if (armed)
+		rotate(f, armed, NULL, &r);
+}
+
+static void *feeder_main(void *arg)
+{
+	struct feeder *f = arg;
+	uint64_t start = now_ns(CLOCK_MONOTONIC);
+	struct feeder_buf *armed = NULL;
+	struct spm_retired r;
+	void *item;
+	uint32_t period = START_PERIOD_US;
+	uint64_t last_retire = start;
+
+	if (spsc_pop(&f->free, &item, 0) == 0 && rotate(f, NULL, item, &r) == 0)
+		armed = item;
+	while (armed && !f->st.error && !atomic_load(&f->stop)) {
+		nap(f, period);
+		maybe_stall(f, start);
+		if (atomic_load(&f->stop))
+			break;
+		f->st.polls++;
+		if (spsc_pop(&f->free, &item, 0) < 0) {
+			f->st.overrun_polls++;
+			continue;
+		}
+		struct feeder_buf *next = item;
+		if (rotate(f, armed, next, &r) < 0)
+			break;
+		uint64_t t = now_ns(CLOCK_MONOTONIC);
+		period = next_period(f, period, f->last_max_part, t - last_retire, f->last_loss);
+		f->st.period_us = period;
+		last_retire = t;
+		armed = next;
+	}
+	if (armed && !f->st.error)
+		drain_and_stop(f, armed);
+	else if (armed)
+		rotate(f, NULL, NULL, &r); /* best effort; the error is already recorded */
+	/* RELEASE before the consumer sees the end: after it the kernel can no
+	 * longer write into any of our buffers. */
+	spm_stream_close(f->s);
+	f->s = NULL;
+	spsc_close(&f->retired);
+	return NULL;
+}
+
+static int parse_stall(struct feeder *f, char *err, size_t errlen)
+{
+	f->stall_at_ms = f->stall_ms = -1;
+	const char *e = getenv("SPMTAP_FEEDER_STALL");
+	if (!e || !*e)
+		return 0;
+	char *end;
+	errno = 0;
+	long long at = strtoll(e, &end, 10);
+	if (end == e || *end != ':' || at < 0 || errno)
+		goto bad;
+	const char *d = end + 1;
+	long long dur = strtoll(d, &end, 10);
+	if (end == d || *end || dur < 0 || dur > 3600000 || errno)
+		goto bad;
+	f->stall_at_ms = at;
+	f->stall_ms = dur;
+	return 0;
+bad:
+	return spmtap_seterr(err, errlen, EINVAL,
+			     "SPMTAP_FEEDER_STALL=%s: expected AT_MS:DUR_MS, e.g. 500:300", e);
+}
+
+int feeder_start(struct feeder **out, struct spm_stream *s, const struct spm_device *dev,
+		 const struct feeder_opts *opts, char *err, size_t errlen)
+{
+	struct feeder_opts o = opts ? *opts : (struct feeder_opts){ 0 };
+	if (!s || !dev || dev->num_xcc == 0 || dev->num_xcc > DEC_MAX_XCC)
+		return spmtap_seterr(err, errlen, EINVAL, "feeder: bad stream or device");
+	if (o.nbuffers == 0)
+		o.nbuffers = FEEDER_DEFAULT_BUFFERS;
+	if (o.nbuffers < 2 || o.nbuffers > FEEDER_MAX_BUFFERS)
+		return spmtap_seterr(err, errlen, EINVAL,
+				     "%u buffers: need 2 to %u (one armed, one with the consumer)",
+				     o.nbuffers, FEEDER_MAX_BUFFERS);
+	struct feeder *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	int rc = parse_stall(f, err, errlen);
+	if (rc < 0) {
+		free(f);
+		return rc;
+	}
+	f->s = s;
+	f->num_xcc = spm_stream_gen(s) == SPM_GEN_B ? dev->num_xcc : 1;
+	f->headers = spm_stream_gen(s) == SPM_GEN_B;
+	f->size = feeder_round_size(o.buffer_size, dev->num_xcc, NULL, 0);
+	f->nbuf = o.nbuffers;
+	f->bufs = calloc(f->nbuf, sizeof(*f->bufs));
+	if (!f->bufs || spsc_init(&f->retired, f->nbuf) < 0 || spsc_init(&f->free, f->nbuf) < 0) {
+		rc = spmtap_seterr(err, errlen, ENOMEM, "feeder: out of memory");
+		goto fail;
+	}
+	for (uint32_t i = 0; i < f->nbuf; i++) {
+		struct feeder_buf *b = &f->bufs[i];
+		/* Page-aligned and touched now, so the kernel's copy never faults pages in. */
+		if (posix_memalign(&b->data, 4096, f->size)) {
+			rc = spmtap_seterr(err, errlen, ENOMEM,
+					   "feeder: cannot allocate %u buffers of %u bytes", f->nbuf, f->size);
+			goto fail;
+		}
+		memset(b->data, 0, f->size);
+		b->size = f->size;
+		b->index = i;
+		spsc_push(&f->free, b);
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->ctl_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&f->ctl_lock, NULL);
+	atomic_init(&f->stop, false);
+	rc = pthread_create(&f->thread, NULL, feeder_main, f);
+	if (rc) {
+		pthread_mutex_destroy(&f->ctl_lock);
+		pthread_cond_destroy(&f->ctl_cond);
+		rc = spmtap_seterr(err, errlen, rc, "feeder: pthread_create: %s", spmtap_strerror(rc));
+		goto fail;
+	}
+	f->started = true;
+	*out = f;
+	return 0;
+fail:
+	if (f->bufs)
+		for (uint32_t i = 0; i < f->nbuf; i++)
+			free(f->bufs[i].data);
+	free(f->bufs);
+	spsc_destroy(&f->retired);
+	spsc_destroy(&f->free);
+	free(f);
+	return rc;
+}
+
+uint32_t feeder_buffer_size(const struct feeder *f) { return f->size; }
+uint32_t feeder_nbuffers(const struct feeder *f) { return f->nbuf; }
+
+int feeder_next(struct feeder *f, struct feeder_buf **b, int timeout_ms)
+{
+	void *item;
+	int rc = spsc_pop(&f->retired, &item, timeout_ms);
+	if (rc == 0)
+		*b = item;
+	return rc;
+}
+
+int feeder_split(const struct feeder *f, const struct feeder_buf *b, struct dec_part *parts,
+		 uint32_t max)
+{
+	return dec_frame_split(f->headers, f->num_xcc, b->data, b->size, b->args_bytes, b->args_loss,
+			       parts, max);
+}
+
+void feeder_put(struct feeder *f, struct feeder_buf *b)
+{
+	if (b)
+		spsc_push(&f->free, b); /* cannot fail: room for every buffer */
+}
+
+void feeder_request_stop(struct feeder *f)
+{
+	pthread_mutex_lock(&f->ctl_lock);
+	atomic_store(&f->stop, true);
+	pthread_cond_broadcast(&f->ctl_cond);
+	pthread_mutex_unlock(&f->ctl_lock);
+}
+
+int feeder_finish(struct feeder *f, struct feeder_stats *st)
+{
+	if (!f)
+		return 0;
+	feeder_request_stop(f);
+	/* The drain may wait for buffers the consumer no longer returns; closing
+	 * the free queue is not needed because the wait is bounded. */
+	pthread_join(f->thread, NULL);
+	int rc = f->st.error;
+	if (st)
+		*st = f->st;
+	for (uint32_t i = 0; i < f->nbuf; i++)
+		free(f->bufs[i].data);
+	free(f->bufs);
+	spsc_destroy(&f->retired);
+	spsc_destroy(&f->free);
+	pthread_mutex_destroy(&f->ctl_lock);
+	pthread_cond_destroy(&f->ctl_cond);
+	free(f);
+	return rc;
+}
