@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated device's shared half: GPU profiles, the KFD sysfs topology
+ * generator and the helpers that launch a program under the LD_PRELOAD shim.
+ * Linked into the shim, the spmtap CLI (--emulate) and the tests.  It knows
+ * nothing of spmtap's planner or decoder (docs/emulator.md).
+ */
+#ifndef SPMTAP_EMU_H
+#define SPMTAP_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Kernel generation of kfd_spm.c (shared/ref/SPM.md section 3). */
+enum emu_gen { EMU_GEN_A = 0, EMU_GEN_B = 1 };
+
+struct emu_profile {
+	const char *name;            /* spec name: "mi300a" */
+	const char *gfx_name;        /* "gfx942" */
+	const char *topology_name;   /* nodes/N/name as the kernel prints it */
+	const char *marketing_name;  /* amdgpu_get_marketing_name() */
+	uint32_t gfx_target_version; /* 90402 */
+	uint32_t device_id;
+	uint32_t num_xcc;
+	uint32_t gpus_per_card;      /* mi250x: 2 GCD nodes per card */
+	uint32_t cu_count;           /* per GPU node */
+	uint32_t array_count;        /* shader arrays, all XCCs */
+	uint32_t simd_arrays_per_engine;
+	uint32_t cu_per_simd_array;
+	uint64_t vram_bytes;         /* per GPU node */
+	enum emu_gen default_gen;
+};
+
+/* One GPU node of a parsed profile spec. */
+struct emu_gpu_desc {
+	const struct emu_profile *profile;
+	uint32_t gpu_id;       /* 16-bit, nonzero, distinct across the spec */
+	uint32_t node;         /* topology node index (CPU is node 0) */
+	uint32_t render_minor; /* 128 + GPU index */
+	uint32_t location_id;  /* PCI bus << 8 */
+};
+
+#define EMU_MAX_GPUS 64
+
+size_t emu_profile_count(void);
+const struct emu_profile *emu_profile_at(size_t i);
+const struct emu_profile *emu_profile_find(const char *name);
+
+/*
+ * Parse "NAME[:CARDS][,NAME[:CARDS]...]" into at most `max` GPU nodes.
+ * Returns the number of GPU nodes, or -1 with a message in err (an unknown
+ * name lists the valid ones).
+ */
+int emu_spec_parse(const char *spec, struct emu_gpu_desc *out, size_t max, char *err, size_t errlen);
+
+/* Write the topology tree for `spec` under dir (created), plus dir/emu-profile. */
+int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t errlen);
+
+/*
+ * Path of libspmtap-emu.so: $SPMTAP_EMU_LIB, else beside /proc/self/exe or one
+ * or two levels up (build tree), else <exe dir>/../lib/spmtap/ (installed).
+ * NULL when not found, with the reason in buf.
+ */
+const char *emu_shim_path(char *buf, size_t len);
+
+/*
+ * mkdtemp under $TMPDIR (or /tmp), write the tree into <tmp>/kfd, set
+ * SPMTAP_EMU_SYSFS, SPMTAP_EMU_PROFILE, SPMTAP_EMU_ACTIVE=1 and prepend the
+ * shim to LD_PRELOAD.  The new directory is returned in tmpdir.  0 or -1.
+ */
+int emu_env_setup(const char *profile_spec, char *tmpdir, size_t len, char *err, size_t errlen);
+
+/* Delete a directory made by emu_env_setup (refuses one without our marker). */
+int emu_tree_remove(const char *tmpdir);
+
+/* Marker file that emu_env_setup leaves in its temporary directory. */
+#define EMU_TMP_MARKER ".spmtap-emu-tmp"
+
+#endif

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KFD ioctls libhsakmt and ROCr issue (SPM.md 11.2), answered like a
+ * gfx9 dGPU kernel would.  ACQUIRE_VM creates the per-process device ("pdd")
+ * that the SPM ioctl requires, as in amdkfd.
+ */
+#include "emu/shim/shim.h"
+#include <linux/kfd_ioctl.h>
+#include "uapi/kfd_spm.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int emu_fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+static void emu_fill_apertures(struct kfd_process_device_apertures *ap, const struct emu_gpu *g)
+{
+	memset(ap, 0, sizeof(*ap));
+	/* gfx9 dGPU values from amdkfd's kfd_flat_memory.c */
+	ap->lds_base = 1ull << 48;
+	ap->lds_limit = ap->lds_base | 0xFFFFFFFFull;
+	ap->scratch_base = 2ull << 48;
+	ap->scratch_limit = ap->scratch_base | 0xFFFFFFFFull;
+	ap->gpuvm_base = 0x1000000ull;
+	ap->gpuvm_limit = 0x7FFFFFFFFFFFull;
+	ap->gpu_id = g->gpu_id;
+}
+
+static int emu_acquire_vm(const struct kfd_ioctl_acquire_vm_args *a)
+{
+	struct emu_gpu *g = emu_gpu_by_id(a->gpu_id);
+	if (!g)
+		return emu_fail(EINVAL);
+	int fd = (int)a->drm_fd;
+	/* amdkfd takes the VM from the render node's file: it must be that GPU's node. */
+	if (fd < 0 || fd >= EMU_MAX_FDS || emu_p.fdkind[fd] != EMU_FD_RENDER ||
+	    emu_p.fdminor[fd] != g->render_minor)
+		return emu_fail(EINVAL);
+	pthread_mutex_lock(&emu_p.lock);
+	g->pdd = true;
+	pthread_mutex_unlock(&emu_p.lock);
+	return 0;
+}
+
+static int emu_clock_counters(struct kfd_ioctl_get_clock_counters_args *a)
+{
+	uint64_t raw = emu_clock_raw_ns();
+	/* amdkfd: a gpu_id without a GPU (the CPU node) gives GPU counter 0 and success. */
+	a->gpu_clock_counter = emu_gpu_by_id(a->gpu_id) ? emu_clock_ticks(raw) : 0;
+	a->cpu_clock_counter = raw;
+	a->system_clock_counter = emu_clock_boottime_ns();
+	a->system_clock_freq = 1000000000ull;
+	return 0;
+}
+
+int emu_kfd_ioctl(int fd, unsigned long req, void *arg)
+{
+	EMU_DBG("ioctl(kfd fd %d, 0x%lx nr=0x%x)\n", fd, req, (unsigned)_IOC_NR(req));
+	switch (req) {
+	case AMDKFD_IOC_GET_VERSION: {
+		struct kfd_ioctl_get_version_args *a = arg;
+		a->major_version = 1;
+		a->minor_version = emu_p.kfd_minor;
+		return 0;
+	}
+	case AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: {
+		struct kfd_ioctl_get_process_apertures_new_args *a = arg;
+		if (!a->kfd_process_device_apertures_ptr) {
+			a->num_of_nodes = (uint32_t)emu_p.ngpus;
+			return 0;
+		}
+		uint32_t n = a->num_of_nodes < (uint32_t)emu_p.ngpus ? a->num_of_nodes : (uint32_t)emu_p.ngpus;
+		struct kfd_process_device_apertures *ap = (void *)(uintptr_t)a->kfd_process_device_apertures_ptr;
+		for (uint32_t i = 0; i < n; i++)
+			emu_fill_apertures(&ap[i], &emu_p.gpus[i]);
+		a->num_of_nodes = n;
+		return 0;
+	}
+	case AMDKFD_IOC_GET_PROCESS_APERTURES: {
+		struct kfd_ioctl_get_process_apertures_args *a = arg;
+		uint32_t n = (uint32_t)emu_p.ngpus < NUM_OF_SUPPORTED_GPUS ? (uint32_t)emu_p.ngpus
+									    : NUM_OF_SUPPORTED_GPUS;
+		for (uint32_t i = 0; i < n; i++)
+			emu_fill_apertures(&a->process_apertures[i], &emu_p.gpus[i]);
+		a->num_of_nodes = n;
+		return 0;
+	}
+	case AMDKFD_IOC_ACQUIRE_VM:
+		return emu_acquire_vm(arg);
+	case AMDKFD_IOC_SET_MEMORY_POLICY: {
+		struct kfd_ioctl_set_memory_policy_args *a = arg;
+		return emu_gpu_by_id(a->gpu_id) ? 0 : emu_fail(EINVAL);
+	}
+	case AMDKFD_IOC_GET_CLOCK_COUNTERS:
+		return emu_clock_counters(arg);
+	case AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: {
+		struct kfd_ioctl_alloc_memory_of_gpu_args *a = arg;
+		if (!emu_gpu_by_id(a->gpu_id))
+			return emu_fail(EINVAL);
+		pthread_mutex_lock(&emu_p.lock);
+		uint64_t h = emu_p.next_handle++;
+		pthread_mutex_unlock(&emu_p.lock);
+		a->handle = ((uint64_t)a->gpu_id << 32) | h;
+		if (!(a->flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR))
+			a->mmap_offset = h << 12;
+		return 0;
+	}
+	case AMDKFD_IOC_FREE_MEMORY_OF_GPU:
+		return 0;
+	case AMDKFD_IOC_MAP_MEMORY_TO_GPU: {
+		struct kfd_ioctl_map_memory_to_gpu_args *a = arg;
+		a->n_success = a->n_devices;
+		return 0;
+	}
+	case AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU: {
+		struct kfd_ioctl_unmap_memory_from_gpu_args *a = arg;
+		a->n_success = a->n_devices;
+		return 0;
+	}
+	case AMDKFD_IOC_SET_SCRATCH_BACKING_VA:
+	case AMDKFD_IOC_SET_TRAP_HANDLER:
+		return 0;
+	case AMDKFD_IOC_SET_XNACK_MODE: {
+		struct kfd_ioctl_set_xnack_mode_args *a = arg;
+		if (a->xnack_enabled < 0)
+			a->xnack_enabled = 0; /* query */
+		else if (a->xnack_enabled)
+			return emu_fail(EPERM);
+		return 0;
+	}
+	case SPMTAP_KFD_IOC_RLC_SPM:
+		return emu_spm_ioctl(arg);
+	default: {
+		int handled;
+		int rc = emu_event_ioctl(req, arg, &handled);
+		if (handled)
+			return rc;
+		/* Includes DBG_TRAP 0x82, which ROCr tolerates failing. */
+		EMU_DBG("  unhandled KFD ioctl nr 0x%x -> ENOTTY\n", (unsigned)_IOC_NR(req));
+		return emu_fail(ENOTTY);
+	}
+	}
+}

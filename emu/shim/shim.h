@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal state of the LD_PRELOAD shim.  A preloaded library is process
+ * state by nature, so everything lives in one struct, emu_p, guarded by
+ * emu_p.lock; the files of emu/shim/ each own one job on it.
+ */
+#ifndef SPMTAP_EMU_SHIM_H
+#define SPMTAP_EMU_SHIM_H
+
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "emu/common/emu.h"
+
+#define EMU_EXPORT __attribute__((visibility("default")))
+#define EMU_MAX_FDS 65536
+
+enum emu_fd_kind { EMU_FD_NONE = 0, EMU_FD_KFD = 1, EMU_FD_RENDER = 2 };
+
+struct emu_spm; /* spm_engine.c */
+
+struct emu_gpu {
+	uint32_t gpu_id;
+	uint32_t node;
+	uint32_t render_minor;
+	uint32_t num_xcc;
+	const struct emu_profile *profile; /* NULL for a tree not written by emu_tree_write */
+	bool pdd;                          /* ACQUIRE_VM done by this process */
+	struct emu_spm *spm;               /* non-NULL while this process holds SPM */
+};
+
+struct emu_proc {
+	bool active, debug;
+	char sysfs[PATH_MAX];
+	uint32_t kfd_minor;
+	uint64_t clock_offset; /* GPU ticks added to the 100 MHz count */
+	double clock_ppm;
+	struct emu_gpu gpus[EMU_MAX_GPUS];
+	int ngpus;
+	int kfd_fds; /* open /dev/kfd descriptors; the last close tears down */
+	uint64_t next_handle;
+	pthread_mutex_t lock;
+	unsigned char fdkind[EMU_MAX_FDS];
+	uint16_t fdminor[EMU_MAX_FDS]; /* render minor of an EMU_FD_RENDER fd */
+};
+
+extern struct emu_proc emu_p;
+
+void emu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define EMU_DBG(...)                          \
+	do {                                  \
+		if (emu_p.debug)              \
+			emu_log(__VA_ARGS__); \
+	} while (0)
+
+/* Real libc entry points (shim_libc.c), resolved on first use. */
+int emu_real_open(const char *path, int flags, mode_t mode);
+int emu_real_close(int fd);
+FILE *emu_real_fopen(const char *path, const char *mode);
+void *emu_real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int emu_real_ioctl(int fd, unsigned long req, void *arg);
+
+/* config.c */
+void emu_config_load(void);
+struct emu_gpu *emu_gpu_by_id(uint32_t gpu_id);
+struct emu_gpu *emu_gpu_by_minor(uint32_t minor);
+/* Parses an unsigned/signed number knob; returns dflt when unset or bad. */
+uint64_t emu_env_u64(const char *name, uint64_t dflt);
+double emu_env_double(const char *name, double dflt);
+
+/* gpu_clock.c: the one GPU time model (SPM.md 10.1/10.2). */
+uint64_t emu_clock_raw_ns(void);
+uint64_t emu_clock_boottime_ns(void);
+uint64_t emu_clock_ticks(uint64_t raw_ns);
+
+/* kfd_ioctl.c / kfd_events.c */
+int emu_kfd_ioctl(int fd, unsigned long req, void *arg);
+int emu_event_ioctl(unsigned long req, void *arg, int *handled);
+
+/* spm_ioctl.c: the RLC_SPM ioctl; teardown when the KFD goes away. */
+int emu_spm_ioctl(void *arg);
+void emu_spm_teardown_all(const char *why);
+void emu_spm_forget_after_fork(void);
+
+#endif

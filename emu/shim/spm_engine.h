@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated kernel SPM state of one GPU held by this process: one ring
+ * per XCC, the armed user buffer (gen B: one region per XCC) and the copy
+ * policy of generation A or B (SPM.md sections 3 and 4).
+ *
+ * The emulated RLC produces lines at a fixed rate from the streaming start.
+ * Nothing runs in the background: each ioctl first advances the simulation
+ * to "now", line by line in generation-time order, applying exactly what
+ * the kernel's worker (gen A) or polling kthread (gen B) would have done
+ * as each line arrived.  Bytes are synthesised by the source only when they
+ * are written to user memory.
+ */
+#ifndef SPMTAP_EMU_SPM_ENGINE_H
+#define SPMTAP_EMU_SPM_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "emu/common/emu.h"
+#include "emu/shim/spm_source.h"
+
+#define EMU_SPM_MAX_INJ 16
+#define EMU_SPM_DEFAULT_RING 4193248u /* gfx9 data area: 4 MiB - 0x400 reserve - 0x20 header */
+#define EMU_SPM_DEFAULT_RATE 8192u    /* bytes per ms per XCC */
+
+/* Ground truth, in bytes, for the truth file; produced = copied + all the rest. */
+struct emu_spm_counts {
+	uint64_t produced, copied;
+	uint64_t lost_overflow, lost_no_buffer, lost_injected, lost_efault;
+	uint64_t discarded_stop, discarded_release;
+};
+
+struct emu_spm_xcc {
+	uint64_t wptr, rptr;     /* ring stream bytes written / consumed, monotonic */
+	uint64_t *slot_seq;      /* seq of the line in each ring slot; NULL in a dry run */
+	uint64_t next_seq;       /* seq of the next line: index since ACQUIRE */
+	uint64_t period_lines;   /* lines generated since streaming (re)started */
+	uint64_t period_first_seq;
+	bool armed, full, loss;  /* the armed buffer (region) */
+	uint64_t hdr;            /* gen B: header address of the region */
+	uint64_t dest;           /* where the region's data byte 0 goes */
+	uint32_t cap, copied;
+	uint64_t fill_ns;        /* generation time at which the region filled */
+	uint64_t pend_from;      /* copied by the simulation, not yet written: ring bytes */
+	uint32_t pend_off, pend_len;
+	uint64_t inj_left[EMU_SPM_MAX_INJ]; /* lines still to drop per injection */
+	struct emu_spm_counts c;
+};
+
+struct emu_spm_inj {
+	uint64_t at_ns;  /* after the first streaming start */
+	uint64_t lines;
+};
+
+struct emu_spm {
+	enum emu_gen gen;
+	uint32_t num_xcc;
+	uint32_t gpu_id;
+	uint64_t epoch;        /* distinguishes acquisitions across a wait */
+	int lock_fd;
+	uint64_t rate;         /* bytes per ms per XCC */
+	uint64_t ring_bytes, ring_lines;
+	bool streaming, ever_started;
+	uint64_t start_ns, first_start_ns; /* CLOCK_MONOTONIC_RAW */
+	struct emu_spm_inj inj[EMU_SPM_MAX_INJ];
+	int ninj;
+	const struct emu_spm_source *src;
+	struct emu_spm_source_ctx src_ctx;
+	struct emu_spm_xcc x[];
+};
+
+struct emu_spm *emu_spm_new(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_id, uint64_t rate,
+			    uint64_t ring_bytes, const struct emu_spm_inj *inj, int ninj);
+void emu_spm_free(struct emu_spm *s);
+
+void emu_spm_advance(struct emu_spm *s, uint64_t now);
+bool emu_spm_armed(const struct emu_spm *s);
+/* Gen A: the buffer is full; gen B: any region is full. */
+bool emu_spm_prev_full(const struct emu_spm *s);
+/* When the armed buffer would fill if nothing intervenes, or UINT64_MAX if not by deadline. */
+uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline);
+/* A synchronous run of the copy worker on every XCC (timeout 0). */
+void emu_spm_flush(struct emu_spm *s, uint64_t now);
+/* Report and forget the armed buffer; gen B writes headers.  0 or EFAULT. */
+int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss);
+void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now);
+void emu_spm_stop(struct emu_spm *s);
+/* RELEASE: ring and unreported buffer bytes are gone. */
+void emu_spm_discard_all(struct emu_spm *s);
+/* Write what the simulation copied into user memory. */
+void emu_spm_commit(struct emu_spm *s);
+
+/* truth.c */
+void emu_truth_release(const struct emu_spm *s);
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ground truth for tests: one JSON line per XCC when SPM is released
+ * (RELEASE, last KFD close, exit), appended to $SPMTAP_EMU_TRUTH with one
+ * O_APPEND write per line so concurrent processes never interleave.
+ * Invariant: produced = copied + every lost_* and discarded_* field.
+ */
+#include "emu/shim/shim.h"
+#include "emu/shim/spm_engine.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void emu_truth_release(const struct emu_spm *s)
+{
+	const char *path = getenv("SPMTAP_EMU_TRUTH");
+	if (!path || !*path)
+		return;
+	int fd = emu_real_open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		emu_log("cannot append to SPMTAP_EMU_TRUTH=%s\n", path);
+		return;
+	}
+	for (uint32_t k = 0; k < s->num_xcc; k++) {
+		const struct emu_spm_counts *c = &s->x[k].c;
+		uint64_t lost = c->lost_overflow + c->lost_no_buffer + c->lost_injected + c->lost_efault +
+				c->discarded_stop + c->discarded_release;
+		char line[1024];
+		int n = snprintf(line, sizeof(line),
+				 "{\"event\":\"release\",\"pid\":%d,\"gpu_id\":%u,\"xcc\":%u,\"gen\":\"%c\","
+				 "\"produced_bytes\":%llu,\"copied_bytes\":%llu,\"lost_bytes\":%llu,"
+				 "\"lost_overflow_bytes\":%llu,\"lost_no_buffer_bytes\":%llu,"
+				 "\"lost_injected_bytes\":%llu,\"lost_efault_bytes\":%llu,"
+				 "\"discarded_stop_bytes\":%llu,\"discarded_release_bytes\":%llu,\"lines\":%llu}\n",
+				 (int)getpid(), s->gpu_id, k, s->gen == EMU_GEN_A ? 'A' : 'B',
+				 (unsigned long long)c->produced, (unsigned long long)c->copied,
+				 (unsigned long long)lost, (unsigned long long)c->lost_overflow,
+				 (unsigned long long)c->lost_no_buffer, (unsigned long long)c->lost_injected,
+				 (unsigned long long)c->lost_efault, (unsigned long long)c->discarded_stop,
+				 (unsigned long long)c->discarded_release,
+				 (unsigned long long)(c->produced / EMU_SPM_LINE));
+		if (c->produced != c->copied + lost)
+			emu_log("truth invariant broken on gpu 0x%x xcc %u\n", s->gpu_id, k);
+		if (write(fd, line, (size_t)n) != n)
+			emu_log("short write to %s\n", path);
+	}
+	emu_real_close(fd);
+}

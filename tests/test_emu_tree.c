@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emu/common: profiles, the profile-spec parser, the generated topology tree
+ * and the launch helpers.  Runs without the shim.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "emu/common/emu.h"
+#include "testenv.h"
+
+static char tree_tmp[PATH_MAX];
+
+/* Value of `key` in a "key value" properties file, or -1. */
+static long long prop(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX + 128], k[128];
+	long long v, found = -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%127s %lld", k, &v) == 2)
+		if (!strcmp(k, key))
+			found = v;
+	fclose(f);
+	return found;
+}
+
+static int read_line(const char *dir, const char *file, char *out, size_t len)
+{
+	char path[PATH_MAX + 128];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(out, (int)len, f))
+		out[0] = 0;
+	fclose(f);
+	out[strcspn(out, "\n")] = 0;
+	return 0;
+}
+
+static void test_profiles_table(void)
+{
+	CU_ASSERT_EQUAL(emu_profile_count(), 4);
+	const struct emu_profile *a = emu_profile_find("mi300a"), *x = emu_profile_find("mi300x");
+	const struct emu_profile *c = emu_profile_find("mi250x"), *d = emu_profile_find("mi210");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(a->gfx_target_version, 90402);
+	CU_ASSERT_EQUAL(a->num_xcc, 6);
+	CU_ASSERT_EQUAL(a->array_count, 24);
+	CU_ASSERT_EQUAL(a->cu_count, 228);
+	CU_ASSERT_EQUAL(a->device_id, 0x74A0);
+	CU_ASSERT_EQUAL(a->default_gen, EMU_GEN_B);
+	CU_ASSERT_STRING_EQUAL(a->marketing_name, "AMD Instinct MI300A");
+	CU_ASSERT_EQUAL(x->num_xcc, 8);
+	CU_ASSERT_EQUAL(x->array_count, 32);
+	CU_ASSERT_EQUAL(x->cu_count, 304);
+	CU_ASSERT_EQUAL(x->device_id, 0x74A1);
+	CU_ASSERT_EQUAL(c->gfx_target_version, 90010);
+	CU_ASSERT_EQUAL(c->gpus_per_card, 2);
+	CU_ASSERT_EQUAL(c->cu_count, 110);
+	CU_ASSERT_EQUAL(c->cu_per_simd_array, 14);
+	CU_ASSERT_EQUAL(c->device_id, 0x740C);
+	CU_ASSERT_EQUAL(c->default_gen, EMU_GEN_A);
+	CU_ASSERT_EQUAL(d->cu_count, 104);
+	CU_ASSERT_EQUAL(d->cu_per_simd_array, 13);
+	CU_ASSERT_EQUAL(d->device_id, 0x740F);
+	CU_ASSERT_STRING_EQUAL(d->topology_name, "aldebaran");
+	CU_ASSERT_PTR_NULL(emu_profile_find("mi100"));
+}
+
+static void test_spec_parse(void)
+{
+	struct emu_gpu_desc g[EMU_MAX_GPUS];
+	char err[256];
+	CU_ASSERT_EQUAL(emu_spec_parse("mi250x:4", g, EMU_MAX_GPUS, err, sizeof(err)), 8);
+	CU_ASSERT_EQUAL(g[7].node, 8);
+	CU_ASSERT_EQUAL(g[7].render_minor, 135);
+	CU_ASSERT_EQUAL(emu_spec_parse("mi300a,mi210", g, EMU_MAX_GPUS, err, sizeof(err)), 2);
+	CU_ASSERT_STRING_EQUAL(g[0].profile->name, "mi300a");
+	CU_ASSERT_STRING_EQUAL(g[1].profile->name, "mi210");
+	CU_ASSERT_EQUAL(g[0].render_minor, 128);
+	CU_ASSERT_EQUAL(g[1].render_minor, 129);
+	CU_ASSERT_EQUAL(emu_spec_parse("mi300x:2,mi250x", g, EMU_MAX_GPUS, err, sizeof(err)), 4);
+
+	CU_ASSERT_EQUAL(emu_spec_parse("mi300a,gfx1100", g, EMU_MAX_GPUS, err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "gfx1100"));
+	for (size_t i = 0; i < emu_profile_count(); i++)
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, emu_profile_at(i)->name));
+	CU_ASSERT_EQUAL(emu_spec_parse("mi210:0", g, EMU_MAX_GPUS, err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(emu_spec_parse("mi210:x", g, EMU_MAX_GPUS, err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(emu_spec_parse("mi210,,mi210", g, EMU_MAX_GPUS, err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(emu_spec_parse("", g, EMU_MAX_GPUS, err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(emu_spec_parse("mi250x:33", g, EMU_MAX_GPUS, err, sizeof(err)), -1);
+}
+
+static void test_gpu_ids_distinct(void)
+{
+	struct emu_gpu_desc g[EMU_MAX_GPUS];
+	char err[256];
+	int n = emu_spec_parse("mi300a:2,mi300x:2,mi250x:4,mi210:3", g, EMU_MAX_GPUS, err, sizeof(err));
+	CU_ASSERT_EQUAL_FATAL(n, 2 + 2 + 8 + 3);
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT(g[i].gpu_id != 0 && g[i].gpu_id <= 0xFFFF);
+		CU_ASSERT(g[i].gpu_id != g[i].node);
+		for (int j = i + 1; j < n; j++) {
+			CU_ASSERT(g[i].gpu_id != g[j].gpu_id);
+			CU_ASSERT(g[i].location_id != g[j].location_id);
+		}
+	}
+	/* Deterministic: the same spec gives the same ids. */
+	struct emu_gpu_desc h[EMU_MAX_GPUS];
+	CU_ASSERT_EQUAL(emu_spec_parse("mi300a:2,mi300x:2,mi250x:4,mi210:3", h, EMU_MAX_GPUS, err, sizeof(err)), n);
+	for (int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(g[i].gpu_id, h[i].gpu_id);
+	/* A profile's ids do not depend on what precedes it in another spec. */
+	emu_spec_parse("mi210", h, EMU_MAX_GPUS, err, sizeof(err));
+	CU_ASSERT_EQUAL(h[0].gpu_id, g[12].gpu_id);
+}
+
+static void test_tree_contents(void)
+{
+	char dir[PATH_MAX + 16], t[PATH_MAX + 32], buf[128], err[256];
+	struct emu_gpu_desc g[EMU_MAX_GPUS];
+	snprintf(dir, sizeof(dir), "%s/tree", tree_tmp);
+	CU_ASSERT_EQUAL_FATAL(emu_tree_write(dir, "mi300a,mi250x", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(emu_spec_parse("mi300a,mi250x", g, EMU_MAX_GPUS, err, sizeof(err)), 3);
+	snprintf(t, sizeof(t), "%s/topology", dir);
+
+	CU_ASSERT_EQUAL(read_line(t, "generation_id", buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "1");
+	CU_ASSERT_EQUAL(prop(t, "system_properties", "platform_oem"), 0);
+	CU_ASSERT_EQUAL(read_line(dir, "emu-profile", buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "mi300a,mi250x");
+
+	/* CPU node */
+	CU_ASSERT_EQUAL(read_line(t, "nodes/0/gpu_id", buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "0");
+	CU_ASSERT_EQUAL(prop(t, "nodes/0/properties", "cpu_cores_count"), sysconf(_SC_NPROCESSORS_ONLN));
+	CU_ASSERT_EQUAL(prop(t, "nodes/0/properties", "io_links_count"), 3);
+	CU_ASSERT_EQUAL(prop(t, "nodes/0/io_links/2/properties", "node_to"), 3);
+
+	/* MI300A node */
+	CU_ASSERT_EQUAL(read_line(t, "nodes/1/gpu_id", buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(strtoul(buf, NULL, 10), g[0].gpu_id);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "gfx_target_version"), 90402);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "num_xcc"), 6);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "array_count"), 24);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "simd_count"), 228 * 4);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "device_id"), 0x74A0);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "drm_render_minor"), 128);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "domain"), 0);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "location_id"), g[0].location_id);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/mem_banks/0/properties", "heap_type"), 1);
+	CU_ASSERT(prop(t, "nodes/1/caches/0/properties", "size") > 0);
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/io_links/0/properties", "node_to"), 0);
+
+	/* MI250X: two GCD nodes, no num_xcc line (single XCC) */
+	CU_ASSERT_EQUAL(read_line(t, "nodes/2/name", buf, sizeof(buf)), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "aldebaran");
+	CU_ASSERT_EQUAL(prop(t, "nodes/3/properties", "gfx_target_version"), 90010);
+	CU_ASSERT_EQUAL(prop(t, "nodes/3/properties", "num_xcc"), -1);
+	CU_ASSERT_EQUAL(prop(t, "nodes/3/properties", "cu_per_simd_array"), 14);
+	CU_ASSERT_EQUAL(prop(t, "nodes/3/properties", "drm_render_minor"), 130);
+	struct stat st;
+	char p4[PATH_MAX + 64];
+	snprintf(p4, sizeof(p4), "%s/nodes/4", t);
+	CU_ASSERT_NOT_EQUAL(stat(p4, &st), 0);
+
+	/* Unknown profile: no tree, a message naming the valid profiles. */
+	snprintf(dir, sizeof(dir), "%s/bad", tree_tmp);
+	CU_ASSERT_EQUAL(emu_tree_write(dir, "mi999", err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "mi999"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "mi300a"));
+	CU_ASSERT_NOT_EQUAL(stat(dir, &st), 0);
+}
+
+static void test_env_setup_and_remove(void)
+{
+	char tmp[PATH_MAX], err[512], p[PATH_MAX + 64], shim[PATH_MAX];
+	struct stat st;
+	const char *old = getenv("LD_PRELOAD");
+	char *saved = old ? strdup(old) : NULL;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(emu_shim_path(shim, sizeof(shim)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(shim, "libspmtap-emu.so"));
+	setenv("LD_PRELOAD", "/nonexistent/other.so", 1);
+	CU_ASSERT_EQUAL_FATAL(emu_env_setup("mi210", tmp, sizeof(tmp), err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/kfd/topology/nodes/1/gpu_id", tmp);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+	snprintf(p, sizeof(p), "%s/kfd", tmp);
+	CU_ASSERT_STRING_EQUAL(getenv("SPMTAP_EMU_SYSFS"), p);
+	CU_ASSERT_STRING_EQUAL(getenv("SPMTAP_EMU_PROFILE"), "mi210");
+	CU_ASSERT_STRING_EQUAL(getenv("SPMTAP_EMU_ACTIVE"), "1");
+	snprintf(p, sizeof(p), "%s:/nonexistent/other.so", shim);
+	CU_ASSERT_STRING_EQUAL(getenv("LD_PRELOAD"), p);
+	CU_ASSERT_EQUAL(emu_tree_remove(tmp), 0);
+	CU_ASSERT_NOT_EQUAL(stat(tmp, &st), 0);
+
+	/* Never delete a directory we did not create. */
+	snprintf(p, sizeof(p), "%s/notours", tree_tmp);
+	mkdir(p, 0700);
+	CU_ASSERT_EQUAL(emu_tree_remove(p), -1);
+	CU_ASSERT_EQUAL(stat(p, &st), 0);
+
+	/* SPMTAP_EMU_LIB overrides the search and must name a file. */
+	setenv("SPMTAP_EMU_LIB", "/nonexistent/libspmtap-emu.so", 1);
+	CU_ASSERT_PTR_NULL(emu_shim_path(shim, sizeof(shim)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(shim, "SPMTAP_EMU_LIB"));
+	unsetenv("SPMTAP_EMU_LIB");
+
+	unsetenv("SPMTAP_EMU_SYSFS");
+	unsetenv("SPMTAP_EMU_PROFILE");
+	unsetenv("SPMTAP_EMU_ACTIVE");
+	if (saved)
+		setenv("LD_PRELOAD", saved, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	free(saved);
+}
+
+static const struct testenv_case cases[] = {
+	{ "profiles_table", test_profiles_table, NULL },
+	{ "spec_parse", test_spec_parse, NULL },
+	{ "gpu_ids_distinct", test_gpu_ids_distinct, NULL },
+	{ "tree_contents", test_tree_contents, NULL },
+	{ "env_setup_and_remove", test_env_setup_and_remove, NULL },
+	{ NULL, NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	char tmpl[] = "/tmp/spmtap-test-tree-XXXXXX";
+	if (!mkdtemp(tmpl))
+		return 2;
+	snprintf(tree_tmp, sizeof(tree_tmp), "%s", tmpl);
+	int rc = testenv_run_suite("emu_tree", cases, argc, argv);
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree_tmp);
+	if (system(cmd))
+		rc = rc ? rc : 1;
+	return rc;
+}
