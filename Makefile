@@ -72,6 +72,13 @@ $(EMU_A): $(EMUC_OBJ)
 	@mkdir -p $(B)
 	rm -f $@ && ar rcs $@ $^
 
+# The shim runs before the sanitizer runtime is initialised (it is preloaded),
+# so under ThreadSanitizer it stays uninstrumented: TSan checks spmtap, not
+# the emulated kernel.
+ifeq ($(TSAN),1)
+$(SHIM_OBJ) $(EMUC_OBJ) $(SHIM_SO): override SAN :=
+endif
+
 $(SHIM_SO): $(SHIM_OBJ) $(EMU_A)
 	$(CC) -shared $(LDFLAGS) -o $@ $(SHIM_OBJ) $(EMU_A) -ldl -lpthread
 
