@@ -152,3 +152,10 @@ fuzz:
 	  test $$rc = 0 || exit 1; \
 	done
 .PHONY: fuzz
+
+# Long runs live here, not in make test: SOAK_SECONDS of streaming at a high
+# rate with injected stalls, every byte accounted against the emulator's truth.
+SOAK_SECONDS ?= 60
+soak: tests-build
+	SPMTAP_SOAK_SECONDS=$(SOAK_SECONDS) $(B)/tests/test_record soak
+.PHONY: soak

@@ -108,6 +108,13 @@ void spm_kfd_holders(char *out, size_t len);
 
 struct spm_stream;
 
+/*
+ * Data bytes one kernel SPM ring holds per XCC (4 MiB GTT less the 0x400
+ * overflow reserve and the 0x20 metadata, SPM.md 4.1): the most a drain
+ * can find waiting.
+ */
+#define SPM_KERNEL_RING_BYTES 4193248u
+
 /* A buffer the kernel just gave back; framing is decoder/frame.h's job. */
 struct spm_retired {
 	void *buf;             /* NULL if no buffer was armed before this call */

@@ -262,6 +262,38 @@ static void test_mi210_gen_a(void)
 	record_case("mi210", "hsakmt", "c.raw", "1", NULL, NULL, false);
 }
 
+static void test_mi210_kfd(void)
+{
+	record_case("mi210", "kfd", "c2.raw", "1", NULL, NULL, false);
+}
+
+/* Loss made inside the emulated RLC (a stall), not by the feeder, must show too. */
+static void test_emu_drop(void)
+{
+	static const char *const env[] = { "SPMTAP_EMU_INJECT_DROP=300:65536,700:4000", NULL };
+	record_case("mi300a", "kfd", "g.raw", "1.2", NULL, env, true);
+}
+
+/*
+ * make soak: SPMTAP_SOAK_SECONDS of streaming at 4x the default rate with a
+ * feeder stall every few seconds' worth; the accounting must still close.
+ */
+static const char *need_soak(void)
+{
+	const char *why = need_emulator();
+	if (why)
+		return why;
+	return getenv("SPMTAP_SOAK_SECONDS") ? NULL : "soak runs only under make soak (SPMTAP_SOAK_SECONDS)";
+}
+
+static void test_soak(void)
+{
+	static const char *const args[] = { "--buffer-size", "1M", NULL };
+	static const char *const env[] = { "SPMTAP_EMU_RATE=32768", "SPMTAP_FEEDER_STALL=5000:700",
+					   "SPMTAP_EMU_INJECT_DROP=9000:1048576", NULL };
+	record_case("mi300a", "hsakmt", "soak.raw", getenv("SPMTAP_SOAK_SECONDS"), args, env, true);
+}
+
 /* A feeder that sleeps 800 ms with 256 KiB buffers must lose data, and say how much. */
 static void test_stall_loss(void)
 {
@@ -314,9 +346,12 @@ int main(int argc, char **argv)
 		{ "mi300a_hsakmt", test_mi300a_hsakmt, need_emulator },
 		{ "mi300a_kfd", test_mi300a_kfd, need_emulator },
 		{ "mi210_gen_a", test_mi210_gen_a, need_emulator },
+		{ "mi210_kfd", test_mi210_kfd, need_emulator },
+		{ "emu_drop", test_emu_drop, need_emulator },
 		{ "stall_loss", test_stall_loss, need_emulator },
 		{ "mi210_stall_loss", test_mi210_stall_loss, need_emulator },
 		{ "busy", test_busy, need_emulator },
+		{ "soak", test_soak, need_soak },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(dir))

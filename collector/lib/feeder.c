@@ -205,10 +205,23 @@ static void maybe_stall(struct feeder *f, uint64_t start_ns)
 		;
 }
 
+/*
+ * Drain: rotate with timeout 0 until a flush leaves the ring empty.  AMD's
+ * rule ("until a call copies nothing") assumes sample generation has been
+ * stopped first; while the RLC still produces (no PM4 stop was sent, or the
+ * ring filled during a stall) every call copies something.  A retired region
+ * that is not full proves the flush emptied that XCC's ring, so that is the
+ * end condition; the cap allows for a full kernel ring (SPM_KERNEL_RING_BYTES
+ * per XCC) plus AMD's 5 extra calls.
+ */
 static void drain_and_stop(struct feeder *f, struct feeder_buf *armed)
 {
 	struct spm_retired r;
-	for (uint32_t i = 0; armed && !f->st.error && i <= DRAIN_EXTRA_CALLS; i++) {
+	uint32_t cap = f->size / f->num_xcc;
+	uint32_t oh = spm_stream_overhead(f->s, f->size);
+	cap = cap > oh ? cap - oh : cap;
+	uint32_t max_calls = SPM_KERNEL_RING_BYTES / (cap ? cap : 1) + 1 + DRAIN_EXTRA_CALLS;
+	for (uint32_t i = 0; armed && !f->st.error && i <= max_calls; i++) {
 		void *item;
 		if (spsc_pop(&f->free, &item, DRAIN_WAIT_MS) < 0) {
 			pr_warn("feeder", "drain: the consumer kept every buffer for %d ms; stopping without a full drain",
@@ -221,7 +234,7 @@ static void drain_and_stop(struct feeder *f, struct feeder_buf *armed)
 			break;
 		f->st.drain_calls++;
 		armed = next;
-		if (f->last_bytes == 0)
+		if (f->last_bytes == 0 || f->last_max_part < cap)
 			goto stop;
 	}
 	if (!f->st.error)
