@@ -89,9 +89,9 @@ $(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit $(LIBS)
 
-$(B)/bench/%: tests/bench/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
+$(B)/bench/%: tests/bench/%.c $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS)
 
 $(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)

@@ -231,7 +231,7 @@ static json_t *end_json(const struct rec_totals *t, const struct feeder_stats *f
 	dec_pat_total(pat, &tot);
 	return json_pack(
 		"{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:b, s:b, s:b, s:I, s:o, s:s?, s:s?,"
-		" s:s?}",
+		" s:s?, s:f}",
 		"duration_s", secs, "buffers", (json_int_t)t->buffers, "bytes", (json_int_t)bytes,
 		"loss_buffers", (json_int_t)fs->loss_buffers, "bad_buffers", (json_int_t)fs->bad_buffers,
 		"polls", (json_int_t)fs->polls, "overrun_polls", (json_int_t)fs->overrun_polls,
@@ -241,7 +241,8 @@ static json_t *end_json(const struct rec_totals *t, const struct feeder_stats *f
 		(json_int_t)tot.lost_bytes, "xcc", x,
 		"stopped_by", stop_signal ? strsignal(stop_signal) : NULL,
 		"feeder_error", fs->error ? fs->errmsg : NULL,
-		"write_error", t->write_error ? t->write_msg : NULL);
+		"write_error", t->write_error ? t->write_msg : NULL,
+		"feeder_cpu_s", (double)fs->cpu_ns / 1e9);
 }
 
 /* One retired buffer: a record per region (with loss, even if empty), the checker fed. */

@@ -284,6 +284,9 @@ static void *feeder_main(void *arg)
 	 * longer write into any of our buffers. */
 	spm_stream_close(f->s);
 	f->s = NULL;
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		f->st.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	spsc_close(&f->retired);
 	return NULL;
 }

@@ -56,6 +56,7 @@ struct feeder_stats {
 	bool drain_capped;       /* the drain gave up before a call returned 0 bytes */
 	bool stalled;            /* SPMTAP_FEEDER_STALL fired */
 	uint32_t period_us;      /* last poll period */
+	uint64_t cpu_ns;         /* CPU time of the feeder thread (includes the kernel's copy) */
 	int error;               /* first error of the thread, 0 if none */
 	char errmsg[SPM_ERRLEN];
 };
