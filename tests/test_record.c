@@ -340,6 +340,23 @@ static void test_busy(void)
 	json_decref(rb.end_json);
 }
 
+/* A kernel without the SPM ioctl (upstream amdgpu) must be named, not guessed at. */
+static void test_no_spm_kernel(void)
+{
+	static const char *const modes[] = { "SPMTAP_EMU_NO_SPM=enotty", "SPMTAP_EMU_NO_SPM=einval" };
+	for (int i = 0; i < 2; i++) {
+		const char *args[] = { "--emulate", "mi210", "record", "--raw", "-o", path("h.raw"),
+				       "--duration", "1", NULL };
+		const char *env[] = { modes[i], NULL };
+		int st = run(args, env, path("h.err"));
+		char *msg = slurp(path("h.err"));
+		CU_ASSERT_EQUAL(st, 1);
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "amdgpu-dkms"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(msg, i ? "EINVAL is ambiguous" : "ENOTTY"));
+		free(msg);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -351,6 +368,7 @@ int main(int argc, char **argv)
 		{ "stall_loss", test_stall_loss, need_emulator },
 		{ "mi210_stall_loss", test_mi210_stall_loss, need_emulator },
 		{ "busy", test_busy, need_emulator },
+		{ "no_spm_kernel", test_no_spm_kernel, need_emulator },
 		{ "soak", test_soak, need_soak },
 		{ NULL, NULL, NULL },
 	};

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: the raw container reader must take any file without crashing. */
-#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
