@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "collector/cli/cli.h"
+#include "collector/cli/cmd-decode.h"
 #include "spmtap.h"
 
 static int cmd_help(int argc, char **argv);
@@ -24,6 +25,7 @@ static const struct cli_cmd commands[] = {
 	  cmd_list_usage },
 	{ "record", cmd_record, "Record SPM data to a file", cmd_record_usage },
 	/* usage NULL: the command prints its own help for --help */
+	{ "decode", cmd_decode, "Decode one XCC's raw sample stream to CSV", NULL },
 	{ "help", cmd_help, "Show help for spmtap or one command", help_usage },
 	{ "version", cmd_version, "Print the version", version_usage },
 	{ NULL, NULL, NULL, NULL },

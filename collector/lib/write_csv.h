@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streaming CSV writer for decoder chunks (docs/decode-csv.md): one header
+ * line, then one row per sample; a saturated value is an empty cell.  Memory
+ * is one fixed output buffer whatever the stream length.
+ */
+#ifndef SPMTAP_COLLECTOR_WRITE_CSV_H
+#define SPMTAP_COLLECTOR_WRITE_CSV_H
+
+#include <stdint.h>
+
+#include "decoder/decode.h"
+
+/* Put an "xcc" column first (for streams of several XCCs in one file). */
+#define CSV_XCC_COLUMN (1u << 0)
+
+struct csv_writer;
+
+/* Write to fd (not closed by the writer).  Returns 0 or -ENOMEM. */
+int csv_open_fd(int fd, unsigned int flags, struct csv_writer **out);
+/* The header: [xcc,]timestamp,<column names>.  Columns must match later chunks. */
+int csv_begin(struct csv_writer *w, const struct dec_column *cols, uint32_t ncols);
+int csv_write(struct csv_writer *w, const struct dec_chunk *chunk);
+/* Flush what is buffered.  Returns 0 or the first write error (-errno). */
+int csv_end(struct csv_writer *w);
+/* A dec_sink_fn: `user` is the struct csv_writer. */
+int csv_sink(void *user, const struct dec_chunk *chunk);
+/* The first error as a sentence ("write: No space left on device"), or "". */
+const char *csv_error(const struct csv_writer *w);
+uint64_t csv_rows(const struct csv_writer *w);
+void csv_close(struct csv_writer *w);
+
+#endif

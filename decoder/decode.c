@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sample decoder (decode.h).  Two halves:
+ *  - the stream state per XCC (this file): the pending bytes (a partial
+ *    sample, or bytes under test while resynchronising), timestamp checks,
+ *    gap detection, chunk assembly;
+ *  - the column kernels (decode_cols.c): complete samples -> column arrays.
+ * Rules and their reasons: docs/decode-csv.md.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/decode.h"
+#include "decoder/decode_priv.h"
+#include "log.h"
+
+#define MOD "decode"
+
+/* Samples whose timestamps must agree before an alignment is believed. */
+#define HUNT_SAMPLES 8u
+/* Warnings per XCC before they are rate-limited to one in RATE_EVERY. */
+#define WARN_FIRST 5u
+#define RATE_EVERY 1024u
+
+enum ts_event { EV_NONE, EV_GAP, EV_BACK };
+
+struct dec_xcc {
+	/* the chunk being filled */
+	uint32_t n;
+	uint32_t flags;
+	uint64_t first;
+	uint64_t *ts;
+	uint64_t *vals;
+	uint64_t *sat;
+	const uint64_t **vptr;
+	const uint64_t **sptr;
+	/*
+	 * Pending bytes, always starting on a 32-byte line of the stream: while
+	 * synced, the partial sample (< sample_bytes) or, right after a resync,
+	 * the samples found in the search window; while hunting, the window.
+	 */
+	uint8_t *pb;
+	uint32_t plen;
+	bool hunting;
+	bool after_resync; /* the next sample starts a new run: no backwards check */
+	bool have_ts;
+	uint64_t last_ts;
+	uint64_t skipped; /* bytes skipped by the current hunt */
+	/* gap detection: the last 64 deltas, median refreshed as they fill */
+	uint64_t win[64];
+	uint64_t ndeltas;
+	uint64_t median;
+	uint64_t nwarn;
+	struct dec_stats st;
+};
+
+struct dec {
+	struct dec_layout lay;
+	uint32_t num_xcc;
+	uint32_t cap;   /* samples per chunk, a multiple of 64 */
+	uint32_t words; /* bitmap words per column */
+	uint32_t ncols;
+	uint32_t sb;    /* sample bytes */
+	uint32_t pbcap; /* pending buffer: a hunt window plus one sample */
+	struct dec_column *cols;
+	struct dec_colplan *plan;
+	struct dec_simd simd;
+	dec_sink_fn sink;
+	void *user;
+	int err;
+	struct dec_xcc x[];
+};
+
+static inline uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static void xwarn(struct dec_xcc *x, uint32_t xi, const char *what, const char *detail)
+{
+	x->nwarn++;
+	if (x->nwarn <= WARN_FIRST || x->nwarn % RATE_EVERY == 0)
+		pr_warn(MOD, "xcc %u: %s%s (%" PRIu64 " loss, %" PRIu64 " corrupt, %" PRIu64
+			" resync so far)%s", xi, what, detail, x->st.loss_events,
+			x->st.corrupt_events, x->st.resyncs,
+			x->nwarn == WARN_FIRST ? "; further warnings: one in 1024" : "");
+}
+
+/* ---- chunks ---------------------------------------------------------------------------- */
+
+static int emit(struct dec *d, struct dec_xcc *x)
+{
+	if (d->err)
+		return d->err;
+	if (!x->n)
+		return 0;
+	struct dec_chunk c = {
+		.xcc = (uint32_t)(x - d->x),
+		.nsamples = x->n,
+		.ncols = d->ncols,
+		.flags = x->flags,
+		.first_sample = x->first,
+		.timestamp = x->ts,
+		.values = x->vptr,
+		.saturated = x->sptr,
+		.cols = d->cols,
+	};
+	int r = d->sink ? d->sink(d->user, &c) : 0;
+	x->first += x->n;
+	memset(x->sat, 0, (size_t)d->ncols * d->words * sizeof(uint64_t));
+	x->n = 0;
+	x->flags = 0;
+	if (r < 0)
+		d->err = r;
+	return d->err;
+}
+
+/* End the current chunk so that `flag` describes what precedes the next one. */
+static int cut(struct dec *d, struct dec_xcc *x, uint32_t flag)
+{
+	int r = emit(d, x);
+	x->flags |= flag;
+	return r;
+}
+
+/* ---- timestamps -------------------------------------------------------------------------- */
+
+/*
+ * The expected delta is the median of the last 64, computed at 8, 16, 32, 64
+ * deltas and then every 1024: robust to the gaps it must find, and it
+ * follows SCLK changes (the sample period is in SCLK cycles, SPM.md 6.2)
+ * within a few ms, at a cost that does not show per sample.
+ */
+static void push_delta(struct dec_xcc *x, uint64_t delta)
+{
+	x->win[x->ndeltas % 64] = delta;
+	x->ndeltas++;
+	uint64_t n = x->ndeltas;
+	if (n == 8 || n == 16 || n == 32 || n == 64 || n % 1024 == 0) {
+		uint64_t t[64];
+		uint32_t k = n < 64 ? (uint32_t)n : 64;
+		for (uint32_t i = 0; i < k; i++) {
+			uint64_t v = x->win[i];
+			uint32_t j = i;
+			for (; j > 0 && t[j - 1] > v; j--)
+				t[j] = t[j - 1];
+			t[j] = v;
+		}
+		x->median = t[k / 2];
+		x->st.median_delta = x->median;
+	}
+}
+
+static bool is_gap(const struct dec_xcc *x, uint64_t delta)
+{
+	/* +1 tick: deltas of a slow timestamp clock alternate between n and n+1. */
+	return x->median && delta > x->median + x->median / 2 + 1;
+}
+
+static void count_gap(const struct dec *d, struct dec_xcc *x, uint64_t delta)
+{
+	uint64_t lost = (delta + x->median / 2) / x->median - 1;
+	x->st.gaps++;
+	x->st.lost_samples_est += lost;
+	x->flags |= DEC_CHUNK_GAP;
+	pr_debug(MOD, "xcc %u: timestamp gap of %" PRIu64 " ticks (median %" PRIu64
+		 "): about %" PRIu64 " samples lost", (unsigned)(x - d->x), delta, x->median,
+		 lost);
+}
+
+/*
+ * Check the timestamps of up to m complete samples at p; returns how many
+ * may be decoded now.  Stops before a sample that went backwards (EV_BACK)
+ * or that follows a gap while the chunk already holds samples (EV_GAP: the
+ * caller ends the chunk, and the next call counts the gap).
+ */
+static uint32_t scan_ts(const struct dec *d, struct dec_xcc *x, const uint8_t *p, uint32_t m,
+			enum ts_event *ev)
+{
+	*ev = EV_NONE;
+	for (uint32_t i = 0; i < m; i++) {
+		uint64_t t = ld64(p + (size_t)i * d->sb);
+		if (x->after_resync) {
+			/* A resumed stream may legitimately start anywhere after the
+			 * old one; it is only measured, never refused, or an alignment
+			 * just found would be rejected again forever. */
+			x->after_resync = false;
+			if (x->have_ts && t > x->last_ts && is_gap(x, t - x->last_ts))
+				count_gap(d, x, t - x->last_ts);
+		} else if (x->have_ts) {
+			if (t <= x->last_ts) {
+				*ev = EV_BACK;
+				return i;
+			}
+			uint64_t delta = t - x->last_ts;
+			if (is_gap(x, delta)) {
+				if (i > 0 || x->n > 0) {
+					*ev = EV_GAP;
+					return i;
+				}
+				count_gap(d, x, delta);
+			}
+			push_delta(x, delta);
+		}
+		x->last_ts = t;
+		x->have_ts = true;
+	}
+	return m;
+}
+
+/*
+ * The resync rule: a 32-byte line is the start of a sample if the HUNT_SAMPLES
+ * timestamps read from it at sample_bytes steps strictly increase, and their
+ * largest delta is at most twice the smallest plus 2 ticks.  Counter slots read
+ * as u64 are per-sample deltas, not running values, so they do not climb
+ * steadily; zero-filled lines do not increase at all.
+ */
+static bool plausible(const struct dec *d, const uint8_t *w)
+{
+	uint64_t prev = ld64(w), mn = UINT64_MAX, mx = 0;
+	for (uint32_t m = 1; m < HUNT_SAMPLES; m++) {
+		uint64_t t = ld64(w + (size_t)m * d->sb);
+		if (t <= prev)
+			return false;
+		uint64_t delta = t - prev;
+		mn = delta < mn ? delta : mn;
+		mx = delta > mx ? delta : mx;
+		prev = t;
+	}
+	return mx <= 2 * mn + 2 && mx >= mn; /* second term: 2*mn cannot have wrapped */
+}
+
+/* ---- runs of complete samples ---------------------------------------------------------- */
+
+/*
+ * Decode up to k complete samples at p.  *done = samples consumed.  Returns 1
+ * if a timestamp went backwards at sample *done (the caller hunts from there),
+ * 0, or a negative error from the sink.
+ */
+static int run(struct dec *d, struct dec_xcc *x, const uint8_t *p, uint32_t k, uint32_t *done)
+{
+	uint32_t i = 0;
+	while (i < k) {
+		/* One bitmap word at a time: the kernels keep saturation bits in a
+		 * register, and 64 samples (<= 510 KiB worst case, 20 KiB for
+		 * 320-byte samples) stay in L1/L2 between the column passes. */
+		uint32_t m = k - i;
+		uint32_t room = 64 - (x->n & 63);
+		m = m < room ? m : room;
+		enum ts_event ev;
+		const uint8_t *q = p + (size_t)i * d->sb;
+		uint32_t a = scan_ts(d, x, q, m, &ev);
+		/* The column passes read each sample at a stride the hardware
+		 * prefetchers follow poorly: ask for the next block now. */
+		if (k - i > m) {
+			size_t ahead = (size_t)(k - i - m < m ? k - i - m : m) * d->sb;
+			for (size_t o = 0; o < ahead; o += 64)
+				__builtin_prefetch(q + (size_t)m * d->sb + o);
+		}
+		if (a) {
+			dec_decode_block(d->plan, d->ncols, q, d->sb, a, x->ts + x->n, x->vals,
+					 x->sat, d->cap, d->words, x->n, &x->st.saturated);
+			if (d->simd.ncols)
+				dec_simd_block(&d->simd, q, d->sb, a, x->vals, x->sat, d->cap,
+					       d->words, x->n, &x->st.saturated);
+			x->n += a;
+			x->st.samples += a;
+			i += a;
+		}
+		int r = 0;
+		if (x->n == d->cap || ev == EV_GAP)
+			r = emit(d, x);
+		if (r < 0)
+			return r;
+		if (ev == EV_BACK) {
+			*done = i;
+			r = emit(d, x);
+			return r < 0 ? r : 1;
+		}
+	}
+	*done = k;
+	return 0;
+}
+
+static void start_hunt(struct dec_xcc *x)
+{
+	x->hunting = true;
+	x->skipped = 0;
+}
+
+static void drop_front(struct dec_xcc *x, uint32_t n)
+{
+	memmove(x->pb, x->pb + n, x->plen - n);
+	x->plen -= n;
+}
+
+int dec_feed(struct dec *d, uint32_t xi, const void *bytes, size_t len, bool loss_before)
+{
+	if (!d || xi >= d->num_xcc || (!bytes && len))
+		return -EINVAL;
+	if (d->err)
+		return d->err;
+	struct dec_xcc *x = &d->x[xi];
+	const uint8_t *in = bytes;
+	const uint32_t sb = d->sb;
+	char msg[160];
+	int r;
+
+	x->st.bytes_fed += len;
+	if (loss_before) {
+		x->st.loss_events++;
+		snprintf(msg, sizeof(msg), "; dropping %u pending bytes, searching for the sample "
+			 "alignment", x->plen);
+		x->st.dropped_bytes += x->plen;
+		x->plen = 0;
+		if ((r = cut(d, x, DEC_CHUNK_LOSS)) < 0)
+			return r;
+		xwarn(x, xi, "the kernel flagged loss before these bytes", msg);
+		start_hunt(x);
+	}
+	if (!len)
+		return 0;
+	for (;;) {
+		if (x->hunting) {
+			size_t take = d->pbcap - x->plen;
+			take = take < len ? take : len;
+			memcpy(x->pb + x->plen, in, take);
+			in += take;
+			len -= take;
+			x->plen += (uint32_t)take;
+			uint32_t need = HUNT_SAMPLES * sb, pos = 0;
+			bool found = false;
+			for (; pos + need <= x->plen; pos += DEC_LINE_BYTES)
+				if ((found = plausible(d, x->pb + pos)))
+					break;
+			x->skipped += pos;
+			x->st.dropped_bytes += pos;
+			drop_front(x, pos);
+			if (!found) {
+				if (!len)
+					return 0;
+				continue;
+			}
+			x->hunting = false;
+			x->after_resync = true;
+			x->st.resyncs++;
+			x->flags |= DEC_CHUNK_RESYNC;
+			pr_info(MOD, "xcc %u: sample alignment found after skipping %" PRIu64 " bytes",
+				xi, x->skipped);
+			continue;
+		}
+		if (x->plen) {
+			if (x->plen < sb) {
+				size_t take = sb - x->plen;
+				take = take < len ? take : len;
+				memcpy(x->pb + x->plen, in, take);
+				in += take;
+				len -= take;
+				x->plen += (uint32_t)take;
+				if (x->plen < sb)
+					return 0;
+			}
+			uint32_t k = x->plen / sb, done;
+			r = run(d, x, x->pb, k, &done);
+			if (r < 0)
+				return r;
+			drop_front(x, done * sb);
+			if (r == 1)
+				goto backwards;
+			continue;
+		}
+		if (len / sb) {
+			size_t k = len / sb;
+			/* run() counts in u32: feed huge regions in slices. */
+			uint32_t kk = k > (1u << 20) ? (1u << 20) : (uint32_t)k, done;
+			r = run(d, x, in, kk, &done);
+			if (r < 0)
+				return r;
+			in += (size_t)done * sb;
+			len -= (size_t)done * sb;
+			if (r == 1) {
+				/* Hunting copies from `in` into pb, which is empty. */
+				goto backwards;
+			}
+			continue;
+		}
+		if (len)
+			memcpy(x->pb, in, len);
+		x->plen = (uint32_t)len;
+		return 0;
+backwards:
+		x->st.corrupt_events++;
+		snprintf(msg, sizeof(msg), " (sample %" PRIu64 " of %u bytes); stream corrupt or "
+			 "layout wrong, resynchronising", x->first + x->n, sb);
+		xwarn(x, xi, "timestamp did not increase", msg);
+		start_hunt(x);
+	}
+}
+
+int dec_flush(struct dec *d)
+{
+	if (!d)
+		return -EINVAL;
+	for (uint32_t i = 0; i < d->num_xcc; i++) {
+		int r = emit(d, &d->x[i]);
+		if (r < 0)
+			return r;
+	}
+	return d->err;
+}
+
+int dec_stats(const struct dec *d, uint32_t xi, struct dec_stats *st)
+{
+	if (!d || xi >= d->num_xcc || !st)
+		return -EINVAL;
+	*st = d->x[xi].st;
+	st->partial_bytes = d->x[xi].plen;
+	st->hunting = d->x[xi].hunting;
+	return 0;
+}
+
+uint32_t dec_ncols(const struct dec *d) { return d->ncols; }
+const struct dec_column *dec_columns(const struct dec *d) { return d->cols; }
+const struct dec_layout *dec_layout(const struct dec *d) { return &d->lay; }
+
+/* ---- setup -------------------------------------------------------------------------------- */
+
+/* Hand the SE sums the SIMD path can serve to it (decode_priv.h). */
+static void plan_simd(struct dec *d)
+{
+	const struct dec_layout *l = &d->lay;
+	struct dec_simd *s = &d->simd;
+	if (l->se_lines > DEC_SIMD_MAX_LINES || !dec_simd_available())
+		return;
+	s->lines = l->se_lines;
+	s->nse = l->num_se;
+	s->gbytes = l->global_lines * DEC_LINE_BYTES;
+	s->stride = l->se_lines * DEC_LINE_BYTES;
+	for (uint32_t c = 0; c < d->ncols && s->ncols < DEC_SIMD_MAX_COLS; c++) {
+		const struct dec_counter *k = &l->counters[d->cols[c].counter];
+		if (k->segment != DEC_SEG_SE || d->cols[c].se >= 0)
+			continue;
+		if (k->hi_slot >= 0 && (k->hi_slot != k->slot + 16 || (k->slot / 16) % 2))
+			continue;
+		s->col[s->ncols] = c;
+		s->lo[s->ncols] = (uint16_t)k->slot;
+		s->hi[s->ncols] = k->hi_slot >= 0 ? (uint16_t)k->hi_slot : 0;
+		s->wide[s->ncols] = k->hi_slot >= 0;
+		s->ncols++;
+		d->plan[c].simd = true;
+	}
+}
+
+static int plan_columns(struct dec *d, bool per_se)
+{
+	const struct dec_layout *l = &d->lay;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < l->ncounters; i++)
+		n += (per_se && l->counters[i].segment == DEC_SEG_SE) ? l->num_se : 1;
+	d->cols = calloc(n, sizeof(*d->cols));
+	d->plan = calloc(n, sizeof(*d->plan));
+	if (!d->cols || !d->plan)
+		return -ENOMEM;
+	d->ncols = n;
+	uint32_t seg_bytes = l->se_lines * DEC_LINE_BYTES, gbytes = l->global_lines * DEC_LINE_BYTES;
+	uint32_t c = 0;
+	for (uint32_t i = 0; i < l->ncounters; i++) {
+		const struct dec_counter *k = &l->counters[i];
+		bool wide = k->hi_slot >= 0;
+		uint32_t lo = (uint32_t)k->slot * 2, hi = wide ? (uint32_t)k->hi_slot * 2 : 0;
+		if (k->segment == DEC_SEG_GLOBAL || !per_se) {
+			struct dec_colplan *p = &d->plan[c];
+			struct dec_column *col = &d->cols[c++];
+			snprintf(col->name, sizeof(col->name), "%s", k->name);
+			col->counter = i;
+			col->se = -1;
+			col->wide = wide;
+			uint32_t base = k->segment == DEC_SEG_GLOBAL ? 0 : gbytes;
+			p->lo = base + lo;
+			p->hi = base + hi;
+			p->nse = k->segment == DEC_SEG_GLOBAL ? 1 : l->num_se;
+			p->stride = seg_bytes;
+			p->wide = wide;
+			continue;
+		}
+		for (uint32_t s = 0; s < l->num_se; s++) {
+			struct dec_colplan *p = &d->plan[c];
+			struct dec_column *col = &d->cols[c++];
+			snprintf(col->name, sizeof(col->name), "%s[se%u]", k->name,
+				 (unsigned)(uint8_t)s);
+			col->counter = i;
+			col->se = (int32_t)s;
+			col->wide = wide;
+			p->lo = gbytes + s * seg_bytes + lo;
+			p->hi = gbytes + s * seg_bytes + hi;
+			p->nse = 1;
+			p->stride = seg_bytes;
+			p->wide = wide;
+		}
+	}
+	return 0;
+}
+
+void dec_close(struct dec *d)
+{
+	if (!d)
+		return;
+	for (uint32_t i = 0; i < d->num_xcc; i++) {
+		struct dec_xcc *x = &d->x[i];
+		free(x->ts);
+		free(x->vals);
+		free(x->sat);
+		free(x->vptr);
+		free(x->sptr);
+		free(x->pb);
+	}
+	free(d->cols);
+	free(d->plan);
+	free(d->lay.counters);
+	free(d);
+}
+
+int dec_open(const struct dec_layout *layout, uint32_t num_xcc, const struct dec_opts *opts,
+	     dec_sink_fn sink, void *user, struct dec **out, char *err, size_t errlen)
+{
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!layout)
+		return spmtap_seterr(err, errlen, EINVAL, "no layout");
+	if (num_xcc < 1 || num_xcc > DEC_DECODE_MAX_XCC)
+		return spmtap_seterr(err, errlen, EINVAL, "num_xcc %u is out of range [1, %u]",
+				     num_xcc, DEC_DECODE_MAX_XCC);
+	bool per_se = false, no_simd = false;
+	uint32_t chunk = DEC_CHUNK_DEFAULT;
+	if (opts) {
+		if (opts->sz < sizeof(size_t))
+			return spmtap_seterr(err, errlen, EINVAL, "dec_opts.sz is not set");
+		if (opts->sz >= offsetof(struct dec_opts, per_se) + sizeof(opts->per_se))
+			per_se = opts->per_se;
+		if (opts->sz >= offsetof(struct dec_opts, chunk_samples) + sizeof(uint32_t) &&
+		    opts->chunk_samples)
+			chunk = opts->chunk_samples;
+		if (opts->sz >= offsetof(struct dec_opts, no_simd) + sizeof(bool))
+			no_simd = opts->no_simd;
+	}
+	if (chunk > DEC_CHUNK_MAX)
+		return spmtap_seterr(err, errlen, EINVAL, "chunk_samples %u is more than %u", chunk,
+				     DEC_CHUNK_MAX);
+	struct dec *d = calloc(1, sizeof(*d) + num_xcc * sizeof(struct dec_xcc));
+	if (!d)
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+	d->lay = *layout;
+	d->lay.counters = NULL;
+	if (layout->ncounters && layout->counters) {
+		d->lay.counters = malloc(layout->ncounters * sizeof(*layout->counters));
+		if (!d->lay.counters) {
+			free(d);
+			return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+		}
+		memcpy(d->lay.counters, layout->counters,
+		       layout->ncounters * sizeof(*layout->counters));
+	}
+	d->num_xcc = num_xcc;
+	int r = dec_layout_validate(&d->lay, err, errlen);
+	if (r)
+		goto fail;
+	d->sink = sink;
+	d->user = user;
+	d->sb = d->lay.sample_bytes;
+	d->cap = (chunk + 63) & ~63u;
+	d->words = d->cap / 64;
+	d->pbcap = (HUNT_SAMPLES + 1) * d->sb;
+	if ((r = plan_columns(d, per_se)))
+		goto nomem;
+	if (!no_simd)
+		plan_simd(d);
+	for (uint32_t i = 0; i < num_xcc; i++) {
+		struct dec_xcc *x = &d->x[i];
+		x->ts = malloc(d->cap * sizeof(uint64_t));
+		x->vals = malloc((size_t)d->cap * d->ncols * sizeof(uint64_t));
+		x->sat = calloc((size_t)d->words * d->ncols, sizeof(uint64_t));
+		x->vptr = malloc(d->ncols * sizeof(*x->vptr));
+		x->sptr = malloc(d->ncols * sizeof(*x->sptr));
+		x->pb = malloc(d->pbcap);
+		if (!x->ts || !x->vals || !x->sat || !x->vptr || !x->sptr || !x->pb)
+			goto nomem;
+		for (uint32_t c = 0; c < d->ncols; c++) {
+			x->vptr[c] = x->vals + (size_t)c * d->cap;
+			x->sptr[c] = x->sat + (size_t)c * d->words;
+		}
+	}
+	*out = d;
+	return 0;
+nomem:
+	r = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+fail:
+	dec_close(d);
+	return r;
+}
