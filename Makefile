@@ -139,6 +139,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_LIBSRC := $(wildcard decoder/*.c collector/lib/*.c spm/*.c)
 fuzz:
+	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
 	@mkdir -p build-fuzz/corpus
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
