@@ -17,6 +17,7 @@
 #include "decoder/decode.h"
 #include "decoder/decode_priv.h"
 #include "log.h"
+#include "le.h"
 
 #define MOD "decode"
 
@@ -74,13 +75,6 @@ struct dec {
 	int err;
 	struct dec_xcc x[];
 };
-
-static inline uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 static void xwarn(struct dec_xcc *x, uint32_t xi, const char *what, const char *detail)
 {
@@ -185,7 +179,7 @@ static uint32_t scan_ts(const struct dec *d, struct dec_xcc *x, const uint8_t *p
 {
 	*ev = EV_NONE;
 	for (uint32_t i = 0; i < m; i++) {
-		uint64_t t = ld64(p + (size_t)i * d->sb);
+		uint64_t t = le_get64(p + (size_t)i * d->sb);
 		if (x->after_resync) {
 			/* A resumed stream may legitimately start anywhere after the
 			 * old one; it is only measured, never refused, or an alignment
@@ -223,9 +217,9 @@ static uint32_t scan_ts(const struct dec *d, struct dec_xcc *x, const uint8_t *p
  */
 static bool plausible(const struct dec *d, const uint8_t *w)
 {
-	uint64_t prev = ld64(w), mn = UINT64_MAX, mx = 0;
+	uint64_t prev = le_get64(w), mn = UINT64_MAX, mx = 0;
 	for (uint32_t m = 1; m < HUNT_SAMPLES; m++) {
-		uint64_t t = ld64(w + (size_t)m * d->sb);
+		uint64_t t = le_get64(w + (size_t)m * d->sb);
 		if (t <= prev)
 			return false;
 		uint64_t delta = t - prev;

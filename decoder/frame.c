@@ -11,15 +11,9 @@
 
 #include "decoder/frame.h"
 #include "uapi/kfd_spm.h"
+#include "le.h"
 
 #define HDR_BYTES ((uint32_t)sizeof(struct spmtap_kfd_spm_buffer_header))
-
-static uint32_t rd32(const unsigned char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v)); /* buffers come from users: no alignment promise */
-	return le32toh(v);
-}
 
 uint32_t dec_frame_region_size(uint32_t size, uint32_t num_xcc)
 {
@@ -82,9 +76,9 @@ int dec_frame_split(bool headers, uint32_t num_xcc, const void *buf, uint32_t si
 	const unsigned char *base = buf;
 	for (uint32_t k = 0; k < num_xcc; k++) {
 		const unsigned char *h = base + (size_t)k * region;
-		uint32_t version = rd32(h);
-		uint32_t bytes = rd32(h + 4);
-		uint32_t loss = rd32(h + 8);
+		uint32_t version = le_get32(h);
+		uint32_t bytes = le_get32(h + 4);
+		uint32_t loss = le_get32(h + 8);
 		struct dec_part *p = &parts[k];
 		*p = (struct dec_part){ .xcc = k, .offset = k * region + HDR_BYTES };
 		if (version == DEC_FRAME_POISON || !version_ok(version)) {

@@ -9,27 +9,7 @@
 #include <string.h>
 
 #include "decoder/pattern.h"
-
-static uint64_t rd64(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint16_t rd16(const unsigned char *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
+#include "le.h"
 
 static uint64_t check_of(uint64_t ts, uint64_t seq, uint16_t xcc)
 {
@@ -68,13 +48,13 @@ int dec_pat_init(struct dec_pat *p, uint32_t num_xcc, int64_t gpu_id)
 
 static bool line_valid(const struct dec_pat *p, uint32_t xcc, const unsigned char *l)
 {
-	uint64_t ts = rd64(l), seq = rd64(l + 8);
-	uint16_t lx = rd16(l + 20);
-	if (rd32(l + 16) != DEC_PAT_MAGIC || lx != xcc)
+	uint64_t ts = le_get64(l), seq = le_get64(l + 8);
+	uint16_t lx = le_get16(l + 20);
+	if (le_get32(l + 16) != DEC_PAT_MAGIC || lx != xcc)
 		return false;
-	if (p->gpu_id_low >= 0 && rd16(l + 22) != (uint16_t)p->gpu_id_low)
+	if (p->gpu_id_low >= 0 && le_get16(l + 22) != (uint16_t)p->gpu_id_low)
 		return false;
-	return rd64(l + 24) == check_of(ts, seq, lx);
+	return le_get64(l + 24) == check_of(ts, seq, lx);
 }
 
 /*
@@ -92,7 +72,7 @@ static void update_lost(struct dec_pat_stats *st)
 static void account(struct dec_pat *p, uint32_t xcc, const unsigned char *l)
 {
 	struct dec_pat_xcc *x = &p->x[xcc];
-	uint64_t ts = rd64(l), seq = rd64(l + 8);
+	uint64_t ts = le_get64(l), seq = le_get64(l + 8);
 	if (seq < x->st.next_seq) {
 		x->st.dup_lines++;
 		return;

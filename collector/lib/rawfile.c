@@ -20,44 +20,11 @@
 #include "collector/lib/rawfile.h"
 #include "decoder/frame.h"
 #include "log.h"
+#include "le.h"
 
 static const unsigned char zeros[8];
 
 static uint32_t pad8(uint32_t n) { return (8u - (n & 7u)) & 7u; }
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-static void put16(unsigned char *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-static uint16_t get16(const unsigned char *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 /* ---- writing ------------------------------------------------------------ */
 
@@ -135,17 +102,17 @@ int rawfile_create(struct rawfile_writer **out, const char *path, const struct r
 
 	unsigned char b[RAWFILE_HEADER_SIZE] = { 0 };
 	memcpy(b, RAWFILE_MAGIC, 8);
-	put32(b + 8, RAWFILE_VERSION);
-	put32(b + 12, RAWFILE_HEADER_SIZE);
-	put32(b + 16, h->gpu_id);
-	put32(b + 20, h->node);
-	put32(b + 24, h->gfx_target_version);
-	put32(b + 28, h->num_xcc);
-	put32(b + 32, h->num_se);
-	put32(b + 36, h->gen);
-	put32(b + 40, h->buffer_size);
-	put32(b + 44, h->nbuffers);
-	put64(b + 48, h->start_boottime_ns);
+	le_put32(b + 8, RAWFILE_VERSION);
+	le_put32(b + 12, RAWFILE_HEADER_SIZE);
+	le_put32(b + 16, h->gpu_id);
+	le_put32(b + 20, h->node);
+	le_put32(b + 24, h->gfx_target_version);
+	le_put32(b + 28, h->num_xcc);
+	le_put32(b + 32, h->num_se);
+	le_put32(b + 36, h->gen);
+	le_put32(b + 40, h->buffer_size);
+	le_put32(b + 44, h->nbuffers);
+	le_put64(b + 48, h->start_boottime_ns);
 	/* NUL-padded, not terminated when the name is exactly 8 bytes. */
 	memcpy(b + 56, h->backend, strnlen(h->backend, 8));
 	struct iovec iov = { b, sizeof(b) };
@@ -169,13 +136,13 @@ int rawfile_append(struct rawfile_writer *w, uint16_t type, uint16_t xcc, uint32
 	if (length && !data)
 		return spmtap_seterr(err, errlen, EINVAL, "rawfile: record without data");
 	unsigned char h[RAWFILE_REC_HEADER_SIZE];
-	put32(h, RAWFILE_REC_MAGIC);
-	put16(h + 4, type);
-	put16(h + 6, xcc);
-	put32(h + 8, flags);
-	put32(h + 12, length);
-	put64(h + 16, seq);
-	put64(h + 24, host_ns);
+	le_put32(h, RAWFILE_REC_MAGIC);
+	le_put16(h + 4, type);
+	le_put16(h + 6, xcc);
+	le_put32(h + 8, flags);
+	le_put32(h + 12, length);
+	le_put64(h + 16, seq);
+	le_put64(h + 24, host_ns);
 	struct iovec iov[3] = {
 		{ h, sizeof(h) },
 		{ (void *)data, length },
@@ -272,17 +239,17 @@ int rawfile_open(struct rawfile_reader **out, const char *path, char *err, size_
 		goto fail;
 	}
 	struct rawfile_header *h = &r->h;
-	h->version = get32(b + 8);
-	h->header_size = get32(b + 12);
-	h->gpu_id = get32(b + 16);
-	h->node = get32(b + 20);
-	h->gfx_target_version = get32(b + 24);
-	h->num_xcc = get32(b + 28);
-	h->num_se = get32(b + 32);
-	h->gen = get32(b + 36);
-	h->buffer_size = get32(b + 40);
-	h->nbuffers = get32(b + 44);
-	h->start_boottime_ns = get64(b + 48);
+	h->version = le_get32(b + 8);
+	h->header_size = le_get32(b + 12);
+	h->gpu_id = le_get32(b + 16);
+	h->node = le_get32(b + 20);
+	h->gfx_target_version = le_get32(b + 24);
+	h->num_xcc = le_get32(b + 28);
+	h->num_se = le_get32(b + 32);
+	h->gen = le_get32(b + 36);
+	h->buffer_size = le_get32(b + 40);
+	h->nbuffers = le_get32(b + 44);
+	h->start_boottime_ns = le_get64(b + 48);
 	memcpy(h->backend, b + 56, 8);
 	h->backend[8] = 0;
 	const char *why = NULL;
@@ -332,15 +299,15 @@ int rawfile_next(struct rawfile_reader *r, struct rawfile_record *rec, char *err
 	if (rc < 0)
 		return spmtap_seterr(err, errlen, rc, "%s: %s", r->path, spmtap_strerror(rc));
 	struct rawfile_record x = {
-		.type = get16(h + 4),
-		.xcc = get16(h + 6),
-		.flags = get32(h + 8),
-		.length = get32(h + 12),
-		.seq = get64(h + 16),
-		.host_ns = get64(h + 24),
+		.type = le_get16(h + 4),
+		.xcc = le_get16(h + 6),
+		.flags = le_get32(h + 8),
+		.length = le_get32(h + 12),
+		.seq = le_get64(h + 16),
+		.host_ns = le_get64(h + 24),
 		.offset = r->off,
 	};
-	if (get32(h) != RAWFILE_REC_MAGIC)
+	if (le_get32(h) != RAWFILE_REC_MAGIC)
 		return bad(r, r->off, err, errlen, "bad record magic");
 	switch (x.type) {
 	case RAWFILE_SPM:
