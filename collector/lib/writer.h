@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Output writers behind one ops table (one file each: write_csv_series.c,
+ * write_perfetto.c, write_sqlite.c).  Streaming: begin() declares a stream,
+ * write() takes chunks in any interleaving of streams (chunks of one stream
+ * come in time order), end() finishes the file.  Memory stays bounded
+ * whatever the duration.  Every call returns 0 or -errno with a sentence in
+ * err that names the file (a full disk: "out.db: No space left on device").
+ * After an error the file holds everything written before it and stays
+ * readable by its usual tools.
+ */
+#ifndef SPMTAP_COLLECTOR_WRITER_H
+#define SPMTAP_COLLECTOR_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/lib/series.h"
+
+struct writer;
+
+/* What a recording is, for the file's metadata. */
+struct writer_meta {
+	const char *spmtap_version;
+	const char *command_line;
+	const char *hostname;
+	int64_t start_boottime_ns;
+	double spm_clock_hz;        /* the assumed SPM timestamp rate */
+	const char *extra_json;     /* more metadata (devices, layout, options), or NULL */
+};
+
+struct writer_ops {
+	const char *name;  /* "csv", "perfetto", "sqlite": the -f value */
+	const char *ext;   /* file name suffix, e.g. ".pftrace" */
+	/* 0 if usable in this build/here, else -errno and why ("libsqlite3 not found"). */
+	int (*probe)(char *reason, size_t len);
+	int (*open)(struct writer **out, const char *path, const struct writer_meta *meta,
+		    char *err, size_t errlen);
+	int (*begin)(struct writer *w, const struct series_stream *s, char *err, size_t errlen);
+	int (*write)(struct writer *w, const struct series_chunk *c, char *err, size_t errlen);
+	/* Optional (NULL if the format has no place for it). */
+	int (*slice)(struct writer *w, const struct series_slice *s, char *err, size_t errlen);
+	/* Finish and close; also frees w, whatever it returns. */
+	int (*end)(struct writer *w, char *err, size_t errlen);
+};
+
+extern const struct writer_ops writer_csv;
+extern const struct writer_ops writer_perfetto;
+extern const struct writer_ops writer_sqlite;
+
+/* NULL-terminated. */
+const struct writer_ops *const *writers(void);
+const struct writer_ops *writer_find(const char *name);
+
+#endif
