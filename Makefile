@@ -16,7 +16,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CPPFLAGS += -I. -Iinclude -Iuapi/compat -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden $(SAN)
 LDFLAGS  += $(SAN)
-LIBS     := -ldl -lpthread -ljansson -lm
+LIBS     := -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c
 
 # Library: acquisition, decoding, collection.  The CLI is in collector/cli/.
 LIB_SRC  := $(wildcard spm/*.c decoder/*.c collector/lib/*.c)
@@ -144,7 +144,7 @@ fuzz:
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) -ldl -lpthread -ljansson -lm || exit 1; \
+	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c || exit 1; \
 	  mkdir -p build-fuzz/corpus/$$n; \
 	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
