@@ -29,6 +29,7 @@ struct emu_profile {
 	uint32_t cu_per_simd_array;
 	uint64_t vram_bytes;         /* per GPU node */
 	enum emu_gen default_gen;
+	uint32_t sclk_mhz;           /* shader clock the RLC's sample interval counts (SPM.md 6.2) */
 };
 
 /* One GPU node of a parsed profile spec. */

@@ -20,13 +20,13 @@
  */
 static const struct emu_profile emu_profiles[] = {
 	{ "mi300a", "gfx942", "ip discovery", "AMD Instinct MI300A", 90402, 0x74A0,
-	  6, 1, 228, 24, 1, 10, 128 * GiB, EMU_GEN_B },
+	  6, 1, 228, 24, 1, 10, 128 * GiB, EMU_GEN_B, 2100 },
 	{ "mi300x", "gfx942", "ip discovery", "AMD Instinct MI300X", 90402, 0x74A1,
-	  8, 1, 304, 32, 1, 10, 192 * GiB, EMU_GEN_B },
+	  8, 1, 304, 32, 1, 10, 192 * GiB, EMU_GEN_B, 2100 },
 	{ "mi250x", "gfx90a", "aldebaran", "AMD Instinct MI250X", 90010, 0x740C,
-	  1, 2, 110, 8, 1, 14, 64 * GiB, EMU_GEN_A },
+	  1, 2, 110, 8, 1, 14, 64 * GiB, EMU_GEN_A, 1700 },
 	{ "mi210", "gfx90a", "aldebaran", "AMD Instinct MI210", 90010, 0x740F,
-	  1, 1, 104, 8, 1, 13, 64 * GiB, EMU_GEN_A },
+	  1, 1, 104, 8, 1, 13, 64 * GiB, EMU_GEN_A, 1700 },
 };
 
 #define EMU_NPROFILES (sizeof(emu_profiles) / sizeof(emu_profiles[0]))

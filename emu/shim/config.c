@@ -5,6 +5,7 @@
  * a test may change between cases (generation, rate, ring size, injection,
  * no-SPM mode) are read later, where they take effect (spm_ioctl.c).
  */
+#include "emu/shim/rlc.h"
 #include "emu/shim/shim.h"
 
 #include <errno.h>
@@ -143,6 +144,7 @@ static void emu_atfork_child(void)
 	for (int i = 0; i < emu_p.ngpus; i++)
 		emu_p.gpus[i].pdd = false;
 	emu_spm_forget_after_fork();
+	emu_struth_after_fork();
 }
 
 __attribute__((constructor)) static void emu_init(void)

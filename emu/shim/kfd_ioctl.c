@@ -7,6 +7,8 @@
 #include "emu/shim/shim.h"
 #include <linux/kfd_ioctl.h>
 #include "uapi/kfd_spm.h"
+#include "uapi/spmtap_emu.h"
+#include "emu/common/readback.h"
 
 #include <errno.h>
 #include <string.h>
@@ -134,6 +136,10 @@ int emu_kfd_ioctl(int fd, unsigned long req, void *arg)
 	}
 	case SPMTAP_KFD_IOC_RLC_SPM:
 		return emu_spm_ioctl(arg);
+	case SPMTAP_EMU_IOC_SUBMIT_PM4:
+		return emu_pm4_ioctl(arg);
+	case EMU_IOC_READBACK:
+		return emu_readback_ioctl(arg);
 	default: {
 		int handled;
 		int rc = emu_event_ioctl(req, arg, &handled);

@@ -23,7 +23,8 @@
 
 enum emu_fd_kind { EMU_FD_NONE = 0, EMU_FD_KFD = 1, EMU_FD_RENDER = 2 };
 
-struct emu_spm; /* spm_engine.c */
+struct emu_spm;      /* spm_engine.c */
+struct emu_gpu_regs; /* regs.c */
 
 struct emu_gpu {
 	uint32_t gpu_id;
@@ -33,6 +34,7 @@ struct emu_gpu {
 	const struct emu_profile *profile; /* NULL for a tree not written by emu_tree_write */
 	bool pdd;                          /* ACQUIRE_VM done by this process */
 	struct emu_spm *spm;               /* non-NULL while this process holds SPM */
+	struct emu_gpu_regs *regs;         /* the emulated registers; made on first use */
 };
 
 struct emu_proc {
@@ -87,5 +89,11 @@ int emu_event_ioctl(unsigned long req, void *arg, int *handled);
 int emu_spm_ioctl(void *arg);
 void emu_spm_teardown_all(const char *why);
 void emu_spm_forget_after_fork(void);
+
+/* cp_ioctl.c: the emulator-only PM4 channel, the test-only read-back, the register file. */
+int emu_pm4_ioctl(void *arg);
+int emu_readback_ioctl(void *arg);
+/* The GPU's register file, made on first use; NULL when out of memory.  Under emu_p.lock. */
+struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g);
 
 #endif

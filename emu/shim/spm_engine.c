@@ -4,6 +4,7 @@
  * See spm_engine.h for the lazy, time-ordered simulation this implements.
  */
 #include "emu/shim/spm_engine.h"
+#include "emu/shim/rlc.h"
 #include "emu/shim/shim.h"
 
 #include <errno.h>
@@ -16,23 +17,72 @@
 
 /* ---- production timing ---------------------------------------------------- */
 
-/* Lines generated in the first `elapsed` ns of a streaming period. */
-static uint64_t emu_lines_by(const struct emu_spm *s, uint64_t elapsed)
+static struct emu_spm_period *emu_cur(const struct emu_spm_xcc *x)
 {
-	return (uint64_t)((unsigned __int128)elapsed * s->rate / (EMU_SPM_LINE * EMU_NS_PER_MS));
+	return &x->per[x->nper - 1];
 }
 
-/* Generation time of line j (0-based) of the current period: the first ns at which it exists. */
-static uint64_t emu_line_time(const struct emu_spm *s, uint64_t j)
+/* Lines generated in the first `elapsed` ns of period p: whole units only. */
+static uint64_t emu_lines_by(const struct emu_spm_period *p, uint64_t elapsed)
 {
-	unsigned __int128 num = (unsigned __int128)(j + 1) * EMU_SPM_LINE * EMU_NS_PER_MS;
-	return s->start_ns + (uint64_t)((num + s->rate - 1) / s->rate);
+	return (uint64_t)((unsigned __int128)elapsed * p->t_den / p->t_num) * p->unit_lines;
+}
+
+/* Generation time of line j (0-based) of period p: the time its unit is complete. */
+static uint64_t emu_line_time(const struct emu_spm_period *p, uint64_t j)
+{
+	return emu_period_unit_ns(p, j / p->unit_lines);
+}
+
+/* The period that produced line `seq` (periods are in seq order). */
+static const struct emu_spm_period *emu_period_of(const struct emu_spm_xcc *x, uint64_t seq)
+{
+	uint32_t lo = 0, hi = x->nper;
+	while (hi - lo > 1) {
+		uint32_t mid = (lo + hi) / 2;
+		if (x->per[mid].first_seq <= seq)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &x->per[lo];
 }
 
 static uint64_t emu_source_ticks(const struct emu_spm_source_ctx *ctx, uint32_t xcc, uint64_t seq)
 {
 	const struct emu_spm *s = ctx->engine;
-	return emu_clock_ticks(emu_line_time(s, seq - s->x[xcc].period_first_seq));
+	const struct emu_spm_period *p = emu_period_of(&s->x[xcc], seq);
+	return emu_clock_ticks(emu_line_time(p, seq - p->first_seq));
+}
+
+/* Close XCC k's current period: nothing more is generated in it. */
+static void emu_period_end(struct emu_spm_xcc *x)
+{
+	if (x->nper && x->producing) {
+		const struct emu_spm_period *p = emu_cur(x);
+		if (p->layout)
+			x->next_sample = p->first_sample + (x->period_lines + p->unit_lines - 1) / p->unit_lines;
+	}
+	x->producing = false;
+	x->stall_left = 0;
+}
+
+static void emu_period_begin(struct emu_spm_xcc *x, uint64_t now, uint64_t t_num, uint64_t t_den,
+			     uint32_t unit_lines, const struct emu_spm_source *src, struct emu_rlc_layout *L)
+{
+	emu_period_end(x);
+	if (x->nper == x->per_cap) {
+		uint32_t cap = x->per_cap ? x->per_cap * 2 : 4;
+		struct emu_spm_period *np = realloc(x->per, cap * sizeof(*np));
+		if (!np)
+			return; /* out of memory: this XCC stays silent */
+		x->per = np;
+		x->per_cap = cap;
+	}
+	x->per[x->nper++] = (struct emu_spm_period){ x->next_seq, now, t_num, t_den, unit_lines, x->next_sample, src,
+						      emu_rlc_get(L) };
+	x->period_lines = 0;
+	x->producing = t_den != 0;
 }
 
 /* ---- user memory ------------------------------------------------------------ */
@@ -67,10 +117,12 @@ static void emu_commit_xcc(struct emu_spm *s, uint32_t k)
 		uint64_t l1 = (b0 + len + EMU_SPM_LINE - 1) / EMU_SPM_LINE;
 		for (uint64_t l = l0; l < l1;) {
 			uint64_t seq0 = x->slot_seq[l % s->ring_lines];
+			const struct emu_spm_period *p = emu_period_of(x, seq0);
+			uint64_t pend = p + 1 < x->per + x->nper ? p[1].first_seq : UINT64_MAX;
 			uint32_t n = 1;
-			while (l + n < l1 && x->slot_seq[(l + n) % s->ring_lines] == seq0 + n)
+			while (l + n < l1 && x->slot_seq[(l + n) % s->ring_lines] == seq0 + n && seq0 + n < pend)
 				n++;
-			s->src->fill(&s->src_ctx, k, seq0, n, emu_tmp + (l - l0) * EMU_SPM_LINE);
+			p->src->fill(&s->src_ctx, p, k, seq0, n, emu_tmp + (l - l0) * EMU_SPM_LINE);
 			l += n;
 		}
 		size_t w = emu_user_write(x->dest + x->pend_off, emu_tmp + (b0 - l0 * EMU_SPM_LINE), len);
@@ -153,9 +205,24 @@ static bool emu_injected(const struct emu_spm *s, struct emu_spm_xcc *x, uint64_
 
 static void emu_produce(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, uint64_t t)
 {
-	uint64_t seq = x->next_seq++;
-	x->period_lines++;
+	const struct emu_spm_period *p = emu_cur(x);
+	uint64_t j = x->period_lines++;
+	x->next_seq++;
 	x->c.produced += EMU_SPM_LINE;
+	if (j % p->unit_lines == 0 && p->unit_lines > 1) {
+		/* Gen B's RLC stalls for a whole sample when the ring cannot take it (ring mode 3). */
+		bool stall = s->gen == EMU_GEN_B &&
+			     s->ring_bytes - (x->wptr - x->rptr) < (uint64_t)p->unit_lines * EMU_SPM_LINE;
+		x->stall_left = stall ? p->unit_lines : 0;
+		if (x->slot_seq && p->src->produced)
+			p->src->produced(&s->src_ctx, p, k, j / p->unit_lines, t, stall);
+	}
+	if (x->stall_left) {
+		x->stall_left--;
+		x->c.lost_overflow += EMU_SPM_LINE;
+		x->loss = true;
+		return;
+	}
 	if (emu_injected(s, x, t)) {
 		x->c.lost_injected += EMU_SPM_LINE;
 		x->loss = true; /* reported like a ring stall */
@@ -172,7 +239,7 @@ static void emu_produce(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, ui
 		/* The slot is free for the RLC; write out pending bytes before reusing it. */
 		if (x->pend_len && line >= s->ring_lines + x->pend_from / EMU_SPM_LINE)
 			emu_commit_xcc(s, k);
-		x->slot_seq[line % s->ring_lines] = seq;
+		x->slot_seq[line % s->ring_lines] = x->next_seq - 1;
 	}
 	x->wptr += EMU_SPM_LINE;
 	emu_worker(s, k, x, t, false);
@@ -181,13 +248,16 @@ static void emu_produce(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, ui
 /* Generate and process every line of this XCC that exists at `now`. */
 static void emu_advance_xcc(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, uint64_t now, bool until_full)
 {
-	if (!s->streaming || !s->rate || now < s->start_ns)
+	if (!s->streaming || !x->producing)
 		return;
-	uint64_t target = emu_lines_by(s, now - s->start_ns);
+	const struct emu_spm_period *p = emu_cur(x);
+	if (now < p->start_ns)
+		return;
+	uint64_t target = emu_lines_by(p, now - p->start_ns);
 	while (x->period_lines < target) {
 		if (until_full && x->full)
 			return;
-		emu_produce(s, k, x, emu_line_time(s, x->period_lines));
+		emu_produce(s, k, x, emu_line_time(p, x->period_lines));
 	}
 }
 
@@ -272,7 +342,6 @@ void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 	if (start) {
 		/* First arm after ACQUIRE or a stop starts the RLC: wptr reset, rptr 0. */
 		s->streaming = true;
-		s->start_ns = now;
 		if (!s->ever_started)
 			s->first_start_ns = now;
 		s->ever_started = true;
@@ -280,8 +349,14 @@ void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		struct emu_spm_xcc *x = &s->x[k];
 		if (start) {
-			x->period_lines = 0;
-			x->period_first_seq = x->next_seq;
+			/*
+			 * KFD's start resets the RLC (DISABLE_AND_RESET): real hardware
+			 * writes nothing until a PM4 START.  A process that never
+			 * programs counters (transport-only use) gets the self-checking
+			 * pattern instead; one that has used the PM4 channel gets silence.
+			 */
+			emu_period_begin(x, now, EMU_SPM_LINE * EMU_NS_PER_MS, s->pm4_seen ? 0 : s->rate, 1,
+					 &emu_spm_source_pattern, NULL);
 			x->wptr = x->rptr = 0;
 		}
 		if (s->gen == EMU_GEN_B) {
@@ -312,6 +387,7 @@ void emu_spm_stop(struct emu_spm *s)
 		struct emu_spm_xcc *x = &s->x[k];
 		x->c.discarded_stop += x->wptr - x->rptr;
 		x->rptr = x->wptr;
+		emu_period_end(x);
 	}
 	s->streaming = false;
 }
@@ -325,8 +401,32 @@ void emu_spm_discard_all(struct emu_spm *s)
 		x->rptr = x->wptr;
 		x->armed = false;
 		x->copied = 0;
+		emu_period_end(x);
 	}
 	s->streaming = false;
+}
+
+void emu_spm_rlc_begin(struct emu_spm *s, uint32_t k, struct emu_rlc_layout *L, uint64_t now)
+{
+	if (!s->streaming || k >= s->num_xcc)
+		return;
+	/* One sample every interval / f_SCLK: interval * 1000 / MHz ns. */
+	emu_period_begin(&s->x[k], now, (uint64_t)L->interval * 1000u, L->sclk_mhz, L->lines, &emu_spm_source_rlc, L);
+}
+
+void emu_spm_rlc_halt(struct emu_spm *s, uint32_t k)
+{
+	if (k < s->num_xcc)
+		emu_period_end(&s->x[k]);
+}
+
+const struct emu_rlc_layout *emu_spm_last_layout(const struct emu_spm *s, uint32_t k)
+{
+	const struct emu_spm_xcc *x = &s->x[k];
+	for (uint32_t i = x->nper; i-- > 0;)
+		if (x->per[i].layout)
+			return x->per[i].layout;
+	return NULL;
 }
 
 struct emu_spm *emu_spm_new(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_id, uint64_t rate,
@@ -346,7 +446,6 @@ struct emu_spm *emu_spm_new(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_id,
 	s->ring_lines = ring_bytes / EMU_SPM_LINE;
 	s->ninj = ninj;
 	memcpy(s->inj, inj, (size_t)ninj * sizeof(*inj));
-	s->src = &emu_spm_source_pattern;
 	s->src_ctx = (struct emu_spm_source_ctx){ gpu_id, num_xcc, emu_source_ticks, s };
 	for (uint32_t k = 0; k < num_xcc; k++) {
 		s->x[k].slot_seq = malloc(s->ring_lines * sizeof(uint64_t));
@@ -364,7 +463,11 @@ void emu_spm_free(struct emu_spm *s)
 {
 	if (!s)
 		return;
-	for (uint32_t k = 0; k < s->num_xcc; k++)
+	for (uint32_t k = 0; k < s->num_xcc; k++) {
+		for (uint32_t i = 0; i < s->x[k].nper; i++)
+			emu_rlc_put(s->x[k].per[i].layout);
+		free(s->x[k].per);
 		free(s->x[k].slot_seq);
+	}
 	free(s);
 }

@@ -4,7 +4,9 @@
  * per XCC, the armed user buffer (gen B: one region per XCC) and the copy
  * policy of generation A or B (SPM.md sections 3 and 4).
  *
- * The emulated RLC produces lines at a fixed rate from the streaming start.
+ * The emulated RLC produces lines in periods (spm_source.h): the pattern at
+ * SPMTAP_EMU_RATE from the streaming start, or whole samples at the
+ * programmed interval from a START_COUNTING.
  * Nothing runs in the background: each ioctl first advances the simulation
  * to "now", line by line in generation-time order, applying exactly what
  * the kernel's worker (gen A) or polling kthread (gen B) would have done
@@ -35,8 +37,12 @@ struct emu_spm_xcc {
 	uint64_t wptr, rptr;     /* ring stream bytes written / consumed, monotonic */
 	uint64_t *slot_seq;      /* seq of the line in each ring slot; NULL in a dry run */
 	uint64_t next_seq;       /* seq of the next line: index since ACQUIRE */
-	uint64_t period_lines;   /* lines generated since streaming (re)started */
-	uint64_t period_first_seq;
+	uint64_t next_sample;    /* RLC samples of this XCC since ACQUIRE, once the period ends */
+	struct emu_spm_period *per; /* every production period since ACQUIRE, in order */
+	uint32_t nper, per_cap;
+	bool producing;          /* per[nper-1] is generating lines */
+	uint64_t period_lines;   /* lines generated in per[nper-1] */
+	uint32_t stall_left;     /* lines of a sample the stalled RLC drops (gen B) */
 	bool armed, full, loss;  /* the armed buffer (region) */
 	uint64_t hdr;            /* gen B: header address of the region */
 	uint64_t dest;           /* where the region's data byte 0 goes */
@@ -62,10 +68,13 @@ struct emu_spm {
 	uint64_t rate;         /* bytes per ms per XCC */
 	uint64_t ring_bytes, ring_lines;
 	bool streaming, ever_started;
-	uint64_t start_ns, first_start_ns; /* CLOCK_MONOTONIC_RAW */
+	/* This process has used the PM4 channel on the GPU since ACQUIRE: it programs
+	 * counters, so the RLC behaves like hardware (silent until a PM4 START)
+	 * instead of streaming the transport test pattern. */
+	bool pm4_seen;
+	uint64_t first_start_ns; /* CLOCK_MONOTONIC_RAW */
 	struct emu_spm_inj inj[EMU_SPM_MAX_INJ];
 	int ninj;
-	const struct emu_spm_source *src;
 	struct emu_spm_source_ctx src_ctx;
 	struct emu_spm_xcc x[];
 };
@@ -90,6 +99,16 @@ void emu_spm_stop(struct emu_spm *s);
 void emu_spm_discard_all(struct emu_spm *s);
 /* Write what the simulation copied into user memory. */
 void emu_spm_commit(struct emu_spm *s);
+
+/*
+ * The RLC of XCC k starts (START_COUNTING) or stops producing (STOP or
+ * DISABLE_AND_RESET from PM4) at `now`; the caller has advanced to now.
+ * Only while streaming: otherwise KFD's next start resets the RLC anyway.
+ */
+void emu_spm_rlc_begin(struct emu_spm *s, uint32_t k, struct emu_rlc_layout *L, uint64_t now);
+void emu_spm_rlc_halt(struct emu_spm *s, uint32_t k);
+/* The layout of XCC k's last RLC period, or NULL. */
+const struct emu_rlc_layout *emu_spm_last_layout(const struct emu_spm *s, uint32_t k);
 
 /* truth.c */
 void emu_truth_release(const struct emu_spm *s);

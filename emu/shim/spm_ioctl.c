@@ -9,6 +9,8 @@
  * another process gets EBUSY and a crashed owner frees it automatically.
  */
 #include "emu/shim/shim.h"
+#include "emu/shim/regs.h"
+#include "emu/shim/rlc.h"
 #include "emu/shim/spm_engine.h"
 #include "uapi/kfd_spm.h"
 
@@ -143,7 +145,10 @@ static void emu_spm_release_locked(struct emu_gpu *g)
 {
 	emu_spm_advance(g->spm, emu_clock_raw_ns());
 	emu_spm_discard_all(g->spm);
+	if (g->regs)
+		emu_regs_kfd_stop(g->regs); /* KFD's stop: DISABLE_AND_RESET */
 	emu_truth_release(g->spm);
+	emu_struth_flush();
 	emu_spm_drop(g, true);
 }
 
@@ -209,10 +214,16 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 	int rc = emu_spm_retire(s, &bytes, &loss);
 	a->bytes_copied = bytes;
 	a->has_data_loss = loss;
-	if (a->dest_buf)
+	if (a->dest_buf) {
+		if (!s->streaming && g->regs)
+			emu_regs_kfd_start(g->regs); /* KFD's start: RING_MODE 3, DISABLE_AND_RESET */
 		emu_spm_arm(s, a->dest_buf, size, now);
-	else
+	} else {
 		emu_spm_stop(s);
+		if (g->regs)
+			emu_regs_kfd_stop(g->regs);
+		emu_struth_flush();
+	}
 	if (s->gen == EMU_GEN_A && waited)
 		a->timeout = ms_left;
 	emu_spm_commit(s);

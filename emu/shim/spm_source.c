@@ -6,15 +6,18 @@
  */
 #include "emu/shim/spm_source.h"
 
+#include <stddef.h>
+
 static void emu_put_le(uint8_t *p, uint64_t v, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void emu_pattern_fill(const struct emu_spm_source_ctx *ctx, uint32_t xcc, uint64_t first_line,
-			     uint32_t nlines, uint8_t *dst)
+static void emu_pattern_fill(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
+			     uint64_t first_line, uint32_t nlines, uint8_t *dst)
 {
+	(void)p;
 	for (uint32_t i = 0; i < nlines; i++, dst += EMU_SPM_LINE) {
 		uint64_t seq = first_line + i;
 		uint64_t ts = ctx->line_ticks(ctx, xcc, seq);
@@ -27,4 +30,4 @@ static void emu_pattern_fill(const struct emu_spm_source_ctx *ctx, uint32_t xcc,
 	}
 }
 
-const struct emu_spm_source emu_spm_source_pattern = { "pattern", emu_pattern_fill };
+const struct emu_spm_source emu_spm_source_pattern = { "pattern", emu_pattern_fill, NULL };

@@ -1,16 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the emulated RLC writes into the ring, behind an ops table: the engine
- * (spm_engine.c) moves bytes and never looks at them, so a source that
- * synthesises real sample layouts from programmed registers can replace the
- * self-checking pattern without touching the ring or copy logic.
+ * (spm_engine.c) moves bytes and never looks at them.  Two sources exist:
+ * the self-checking pattern (no counter program running) and the RLC
+ * (rlc.c), which synthesises samples from the programmed registers.
+ *
+ * An XCC's stream is a sequence of production periods; each has one source
+ * and produces "units" (a pattern line, or an RLC sample of unit_lines
+ * lines) at a fixed rate from its start.
  */
 #ifndef SPMTAP_EMU_SPM_SOURCE_H
 #define SPMTAP_EMU_SPM_SOURCE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define EMU_SPM_LINE 32u
+
+struct emu_rlc_layout;
+struct emu_spm_source;
+
+struct emu_spm_period {
+	uint64_t first_seq;    /* seq of the period's first line */
+	uint64_t start_ns;     /* CLOCK_MONOTONIC_RAW */
+	uint64_t t_num, t_den; /* unit u exists at start + ceil((u+1)·t_num/t_den) ns; t_den 0 = none */
+	uint32_t unit_lines;
+	uint64_t first_sample; /* RLC: sample_seq of unit 0 (samples of this XCC since ACQUIRE) */
+	const struct emu_spm_source *src;
+	struct emu_rlc_layout *layout; /* RLC only; a reference held by the period */
+};
+
+/* Generation time of unit u: the first ns at which all of it exists. */
+static inline uint64_t emu_period_unit_ns(const struct emu_spm_period *p, uint64_t u)
+{
+	unsigned __int128 num = (unsigned __int128)(u + 1) * p->t_num;
+	return p->start_ns + (uint64_t)((num + p->t_den - 1) / p->t_den);
+}
 
 struct emu_spm_source_ctx {
 	uint32_t gpu_id;
@@ -22,13 +47,18 @@ struct emu_spm_source_ctx {
 
 struct emu_spm_source {
 	const char *name;
-	/* Write lines first_line .. first_line+nlines-1 of `xcc`'s stream (32 bytes each) to dst. */
-	void (*fill)(const struct emu_spm_source_ctx *ctx, uint32_t xcc, uint64_t first_line,
-		     uint32_t nlines, uint8_t *dst);
+	/* Write lines first_line .. first_line+nlines-1 of `xcc`'s stream, all in period p, to dst. */
+	void (*fill)(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
+		     uint64_t first_line, uint32_t nlines, uint8_t *dst);
+	/* Optional: unit u of p came into existence at t_ns; `stalled`: the ring had no room for it. */
+	void (*produced)(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
+			 uint64_t u, uint64_t t_ns, bool stalled);
 };
 
 /* The self-checking pattern documented in docs/emulator.md. */
 extern const struct emu_spm_source emu_spm_source_pattern;
+/* Samples from the programmed registers (rlc.c). */
+extern const struct emu_spm_source emu_spm_source_rlc;
 
 #define EMU_PATTERN_MAGIC 0x544D5053u /* "SPMT" little-endian */
 #define EMU_PATTERN_MUL 0x9E3779B97F4A7C15ull

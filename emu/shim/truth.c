@@ -6,6 +6,7 @@
  * Invariant: produced = copied + every lost_* and discarded_* field.
  */
 #include "emu/shim/shim.h"
+#include "emu/shim/rlc.h"
 #include "emu/shim/spm_engine.h"
 
 #include <fcntl.h>
@@ -32,7 +33,7 @@ void emu_truth_release(const struct emu_spm *s)
 				 "\"produced_bytes\":%llu,\"copied_bytes\":%llu,\"lost_bytes\":%llu,"
 				 "\"lost_overflow_bytes\":%llu,\"lost_no_buffer_bytes\":%llu,"
 				 "\"lost_injected_bytes\":%llu,\"lost_efault_bytes\":%llu,"
-				 "\"discarded_stop_bytes\":%llu,\"discarded_release_bytes\":%llu,\"lines\":%llu}\n",
+				 "\"discarded_stop_bytes\":%llu,\"discarded_release_bytes\":%llu,\"lines\":%llu",
 				 (int)getpid(), s->gpu_id, k, s->gen == EMU_GEN_A ? 'A' : 'B',
 				 (unsigned long long)c->produced, (unsigned long long)c->copied,
 				 (unsigned long long)lost, (unsigned long long)c->lost_overflow,
@@ -40,6 +41,15 @@ void emu_truth_release(const struct emu_spm *s)
 				 (unsigned long long)c->lost_efault, (unsigned long long)c->discarded_stop,
 				 (unsigned long long)c->discarded_release,
 				 (unsigned long long)(c->produced / EMU_SPM_LINE));
+		const struct emu_rlc_layout *L = emu_spm_last_layout(s, k);
+		if (L && n > 0 && (size_t)n < sizeof(line)) {
+			line[n++] = ',';
+			n += emu_rlc_layout_json(L, line + n, sizeof(line) - (size_t)n);
+		}
+		if (n > 0 && (size_t)n + 2 < sizeof(line)) {
+			line[n++] = '}';
+			line[n++] = '\n';
+		}
 		if (c->produced != c->copied + lost)
 			emu_log("truth invariant broken on gpu 0x%x xcc %u\n", s->gpu_id, k);
 		if (write(fd, line, (size_t)n) != n)

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulator-only PM4 channel (uapi/spmtap_emu.h), the test-only
+ * register read-back (emu/common/readback.h), and the link between the
+ * register file and the SPM engine: a START_COUNTING, STOP_COUNTING or
+ * DISABLE_AND_RESET written by PM4 starts or ends an RLC production period
+ * at the moment it executes.
+ *
+ * The CP runs under emu_p.lock, so a WAIT_REG_MEM blocks the process's
+ * other emulated ioctls for at most SPMTAP_EMU_CP_WAIT_MS.
+ */
+#include "emu/shim/cp.h"
+#include "emu/common/readback.h"
+#include "emu/shim/rlc.h"
+#include "emu/shim/shim.h"
+#include "emu/shim/spm_engine.h"
+#include "uapi/spmtap_emu.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static void emu_spm_state_changed(struct emu_gpu_regs *r, uint32_t xcc, unsigned old_state, unsigned new_state)
+{
+	struct emu_gpu *g = r->owner;
+	struct emu_spm *s = g->spm;
+	EMU_DBG("CP: gpu 0x%x xcc %u SPM_PERFMON_STATE %u -> %u\n", g->gpu_id, xcc, old_state, new_state);
+	if (!s)
+		return;
+	uint64_t now = emu_clock_raw_ns();
+	emu_spm_advance(s, now);
+	if (new_state == EMU_SPM_COUNTING) {
+		if (!s->streaming)
+			EMU_DBG("CP: START_COUNTING before SET_DEST_BUF started streaming; KFD's start will reset it\n");
+		emu_spm_rlc_begin(s, xcc, r->x[xcc].layout, now);
+	} else {
+		emu_spm_rlc_halt(s, xcc);
+		emu_struth_flush();
+	}
+}
+
+struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g)
+{
+	if (g->regs)
+		return g->regs;
+	const struct emu_profile *p = g->profile;
+	enum emu_gfx gfx;
+	uint32_t num_se, sclk;
+	if (p) {
+		gfx = !strcmp(p->gfx_name, "gfx90a") ? EMU_GFX90A : EMU_GFX942;
+		num_se = p->array_count / p->simd_arrays_per_engine / (p->num_xcc ? p->num_xcc : 1);
+		sclk = p->sclk_mhz;
+	} else {
+		/* A tree not written by emu_tree_write: guess the family from the XCC count. */
+		gfx = g->num_xcc > 1 ? EMU_GFX942 : EMU_GFX90A;
+		num_se = g->num_xcc > 1 ? 4 : 8;
+		sclk = g->num_xcc > 1 ? 2100 : 1700;
+	}
+	g->regs = emu_regs_new(g->gpu_id, gfx, g->num_xcc, num_se, sclk);
+	if (g->regs) {
+		g->regs->hook = emu_spm_state_changed;
+		g->regs->owner = g;
+	}
+	return g->regs;
+}
+
+static int emu_fail_errno(int e)
+{
+	errno = e;
+	return -1;
+}
+
+static void emu_pm4_err(struct spmtap_emu_pm4_args *a, uint32_t at, const char *msg)
+{
+	a->err_dw = at;
+	a->done_dw = at;
+	snprintf(a->err, sizeof(a->err), "%s", msg);
+	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %s\n", a->gpu_id, a->err);
+}
+
+int emu_pm4_ioctl(void *arg)
+{
+	struct spmtap_emu_pm4_args *a = arg;
+	a->done_dw = 0;
+	a->err_dw = 0;
+	a->err[0] = 0;
+	pthread_mutex_lock(&emu_p.lock);
+	struct emu_gpu *g = emu_gpu_by_id(a->gpu_id);
+	int rc = 0;
+	uint32_t *dw = NULL;
+	char msg[SPMTAP_EMU_PM4_ERRLEN];
+	if (!g) {
+		emu_pm4_err(a, 0, "unknown gpu_id");
+		rc = EINVAL;
+		goto out;
+	}
+	if (a->reserved || a->ndw > (1u << 20) || (a->ndw && !a->pm4) ||
+	    (a->xcc_mask && (a->xcc_mask >> g->num_xcc))) {
+		snprintf(msg, sizeof(msg), "bad arguments: ndw %u, xcc_mask 0x%x for %u XCCs, reserved %u", a->ndw,
+			 a->xcc_mask, g->num_xcc, a->reserved);
+		emu_pm4_err(a, 0, msg);
+		rc = EINVAL;
+		goto out;
+	}
+	struct emu_gpu_regs *r = emu_gpu_regs(g);
+	dw = malloc((size_t)a->ndw * 4 + 4);
+	if (!r || !dw) {
+		rc = ENOMEM;
+		goto out;
+	}
+	struct iovec l = { dw, (size_t)a->ndw * 4 }, rv = { (void *)(uintptr_t)a->pm4, (size_t)a->ndw * 4 };
+	if (a->ndw && process_vm_readv(getpid(), &l, 1, &rv, 1, 0) != (ssize_t)l.iov_len) {
+		if (errno == ENOSYS || errno == EPERM) {
+			memcpy(dw, rv.iov_base, l.iov_len);
+		} else {
+			emu_pm4_err(a, 0, "the PM4 dwords are not readable");
+			rc = EFAULT;
+			goto out;
+		}
+	}
+	uint32_t mask = a->xcc_mask ? a->xcc_mask : (uint32_t)((1ull << g->num_xcc) - 1);
+	if (g->spm)
+		emu_spm_advance(g->spm, emu_clock_raw_ns());
+	/* XCCs run one after another; on an error the XCCs before it have run the whole stream. */
+	for (uint32_t k = 0; k < g->num_xcc; k++) {
+		if (!(mask & (1u << k)))
+			continue;
+		uint32_t at = 0;
+		if (emu_cp_execute(r, k, dw, a->ndw, msg, sizeof(msg), &at)) {
+			char full[SPMTAP_EMU_PM4_ERRLEN + 16];
+			snprintf(full, sizeof(full), "XCC %u: %s", k, msg);
+			emu_pm4_err(a, at, full);
+			rc = EINVAL;
+			goto out;
+		}
+	}
+	a->done_dw = a->ndw;
+	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %u dwords on XCC mask 0x%x\n", a->gpu_id, a->ndw, mask);
+	if (g->spm)
+		g->spm->pm4_seen = true;
+out:
+	if (g && g->spm)
+		emu_spm_commit(g->spm);
+	pthread_mutex_unlock(&emu_p.lock);
+	free(dw);
+	return rc ? emu_fail_errno(rc) : 0;
+}
+
+int emu_readback_ioctl(void *arg)
+{
+	struct emu_readback_args *a = arg;
+	pthread_mutex_lock(&emu_p.lock);
+	struct emu_gpu *g = emu_gpu_by_id(a->gpu_id);
+	struct emu_gpu_regs *r = g ? emu_gpu_regs(g) : NULL;
+	int rc = r ? emu_regs_peek(r, a->xcc, a->what, a->addr, a->se, a->instance, &a->value) : EINVAL;
+	pthread_mutex_unlock(&emu_p.lock);
+	return rc ? emu_fail_errno(rc) : 0;
+}
