@@ -21,13 +21,6 @@ INLINE uint64_t ld16(const uint8_t *p)
 	return le16toh(v);
 }
 
-INLINE uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 /*
  * A saturated counter reads all-ones (SPM.md 5.6); so does a saturated
  * 32-bit counter in both halves.  Saturation is sticky over a sum: the cell
@@ -91,20 +84,29 @@ static uint64_t col(const uint8_t *p, size_t sb, const struct dec_colplan *cp, u
 	}
 }
 
-void dec_decode_block(const struct dec_colplan *plan, uint32_t ncols, const uint8_t *p,
-		      size_t sb, uint32_t k, uint64_t *ts, uint64_t *vals, uint64_t *sat,
-		      uint32_t cap, uint32_t words, uint32_t pos, uint64_t *nsat)
+/* Without -mpopcnt __builtin_popcountll is a libgcc call; saturation is rare. */
+INLINE uint64_t popcount64(uint64_t v)
 {
-	for (uint32_t i = 0; i < k; i++)
-		ts[i] = ld64(p + i * sb);
+	v = v - ((v >> 1) & 0x5555555555555555ull);
+	v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+	v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+	return (v * 0x0101010101010101ull) >> 56;
+}
+
+void dec_decode_block(const struct dec_colplan *plan, uint32_t ncols, const uint8_t *p,
+		      size_t sb, uint32_t k, uint64_t *vals, uint64_t *sat, uint32_t cstride,
+		      uint32_t words, uint32_t pos, uint64_t *nsat, bool simd_cols)
+{
 	unsigned shift = pos & 63;
 	uint64_t n = 0;
 	for (uint32_t c = 0; c < ncols; c++) {
-		if (plan[c].simd)
+		if (plan[c].simd != simd_cols)
 			continue;
-		uint64_t acc = col(p, sb, &plan[c], vals + (size_t)c * cap + pos, k, shift);
-		sat[(size_t)c * words + pos / 64] |= acc;
-		n += (uint64_t)__builtin_popcountll(acc);
+		uint64_t acc = col(p, sb, &plan[c], vals + (size_t)c * cstride + pos, k, shift);
+		if (__builtin_expect(acc != 0, 0)) {
+			sat[(size_t)c * words + pos / 64] |= acc;
+			n += popcount64(acc);
+		}
 	}
 	*nsat += n;
 }

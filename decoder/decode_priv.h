@@ -20,42 +20,73 @@ struct dec_colplan {
 /*
  * Decode k (1..64) complete samples at p into chunk position `pos`; the k
  * samples must not cross a bitmap word (pos % 64 + k <= 64).  Column c's
- * values go to vals[c * cap + pos ...], its saturation bits are OR'd into
+ * values go to vals[c * cstride + pos ...], its saturation bits are OR'd into
  * sat[c * words + pos / 64].  Adds the number of saturated cells to *nsat.
+ * simd_cols false: the columns without plan[c].simd; true: only those (the
+ * samples dec_simd_block leaves over).  Timestamps are not written here.
  */
 void dec_decode_block(const struct dec_colplan *plan, uint32_t ncols, const uint8_t *p,
-		      size_t sb, uint32_t k, uint64_t *ts, uint64_t *vals, uint64_t *sat,
-		      uint32_t cap, uint32_t words, uint32_t pos, uint64_t *nsat);
-
+		      size_t sb, uint32_t k, uint64_t *vals, uint64_t *sat, uint32_t cstride,
+		      uint32_t words, uint32_t pos, uint64_t *nsat, bool simd_cols);
 
 /*
- * SE-sum columns done for all SEs at once with SIMD (decode_simd.c): per
- * sample, every slot of the SE segments is summed over the SEs and checked
- * for 0xFFFF in one pass, then each column picks its slot.  Only for layouts
- * it can serve: se_lines <= DEC_SIMD_MAX_LINES and, for a 32-bit counter,
+ * SIMD path (decode_simd.c), for global columns, SE sums and per-SE columns
+ * alike.  A "group" is one segment as the kernel sees it: the global
+ * segment, the SE segments summed (nse = num_se), or one SE segment
+ * (per_se).  For 8 samples at a time and each used pair of lines of the
+ * group, every 16-bit slot is summed over the group's SEs into a u32 lane
+ * with its saturation folded in (bits 16..31 all-ones: no sum of <= 32 SEs
+ * reaches bit 21), the 8 rows are transposed to one vector per slot, and
+ * each column widens its vector into 8 u64 values and takes its 8
+ * saturation bits from the sign bits.  A 32-bit counter must have
  * hi_slot == slot + 16 with slot in an even line (the hardware's rule,
- * SPM.md 5.6).
+ * SPM.md 5.6); other columns stay with the scalar kernels.
  */
-#define DEC_SIMD_MAX_LINES 4u
-#define DEC_SIMD_MAX_COLS 64u
+#define DEC_SIMD_MAX_PAIRS 4u /* line pairs holding counters, per group */
+
+struct dec_simd_pair {
+	uint32_t off;         /* byte offset of the pair's first (even) line in the segment */
+	bool two;             /* the odd line exists */
+	uint32_t blocks;      /* bit b: row block b (0: even slots of line 0, 1: odd slots of
+			       * line 0, 2, 3: the same for line 1) feeds a column */
+	uint16_t keep[16];    /* line 0 lanes whose saturation folds into the sum: all but
+			       * the low halves of 32-bit counters */
+	uint16_t pairsel[16]; /* line 1 lanes that are high halves of 32-bit counters: they
+			       * take "both halves all-ones in one SE" as saturation */
+};
+
+struct dec_simd_group {
+	uint32_t base;   /* offset of the (first) segment in a sample */
+	uint32_t nse;    /* segments summed */
+	uint32_t stride; /* bytes between them */
+	uint32_t npairs;
+	struct dec_simd_pair pair[DEC_SIMD_MAX_PAIRS];
+	uint32_t col0, ncols; /* its columns in dec_simd.col */
+	uint32_t nnarrow;     /* the first nnarrow of them are 16-bit counters */
+};
+
+struct dec_simd_col {
+	size_t voff;     /* output column * cstride: where its values start */
+	uint32_t soff;   /* output column * words: where its bitmap starts */
+	uint16_t lo, hi; /* transposed vector of the low (only) / high half: pair * 32 +
+			  * block * 8 + slot / 2 */
+};
 
 struct dec_simd {
-	uint32_t ncols;               /* 0: not in use */
-	uint32_t lines;               /* se_lines */
-	uint32_t nse;
-	uint32_t gbytes;              /* offset of SE 0 in a sample */
-	uint32_t stride;              /* bytes per SE segment */
-	uint32_t col[DEC_SIMD_MAX_COLS];  /* output column index */
-	uint16_t lo[DEC_SIMD_MAX_COLS];   /* slot in the segment */
-	uint16_t hi[DEC_SIMD_MAX_COLS];   /* slot of the high half */
-	bool wide[DEC_SIMD_MAX_COLS];
+	uint32_t ngroups; /* 0: not in use */
+	uint32_t ncols;
+	struct dec_simd_group *group;
+	struct dec_simd_col *col;
 };
 
 /* True if this CPU runs the SIMD path (x86-64 with AVX2). */
 bool dec_simd_available(void);
-/* Same contract as dec_decode_block, for the columns in `s` only. */
-void dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
-		    uint64_t *vals, uint64_t *sat, uint32_t cap, uint32_t words, uint32_t pos,
-		    uint64_t *nsat);
+/*
+ * The columns in `s` for the first k & ~7 of k samples (same contract as
+ * dec_decode_block otherwise; the column offsets are in `s`); returns the
+ * number of samples done.
+ */
+uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
+			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat);
 
 #endif

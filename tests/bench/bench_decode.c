@@ -7,6 +7,7 @@
  * 32-bit SQ counters; ~256 MiB of synthetic samples made in memory.  Prints
  * ratios; no thresholds (make bench).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,8 @@
 #include "decoder/layout.h"
 
 #define REGION (4u << 20) /* fed like retired buffer regions */
-#define REPS 3
+#define REPS 7 /* rounds by default; the best of them counts */
+#define MAX_REPS 100
 
 static const char *LAYOUT =
 	"{\"format\":\"spmtap-layout\",\"version\":1,\"gfx\":\"gfx942\",\"num_se\":4,"
@@ -138,23 +140,69 @@ static void per_value_callback(const struct dec_layout *l, const uint8_t *buf, s
 	sink_sum += acc[0];
 }
 
-static double best_of(double *t)
+static double best_of(const double *t, int reps)
 {
 	double b = t[0];
-	for (int i = 1; i < REPS; i++)
+	for (int i = 1; i < reps; i++)
 		b = t[i] < b ? t[i] : b;
 	return b;
 }
 
-int main(void)
+/* 0: SE sums, 1: per SE, 2: SE sums with the scalar kernels only */
+static double run_decoder(const struct dec_layout *l, const uint8_t *src, size_t bytes, int v,
+			  struct dec_stats *st)
+{
+	struct dec *d;
+	char err[256];
+	struct dec_opts o = {.sz = sizeof(o), .per_se = v == 1, .no_simd = v == 2};
+	if (dec_open(l, 1, &o, null_sink, NULL, &d, err, sizeof(err))) {
+		fprintf(stderr, "bench_decode: %s\n", err);
+		exit(1);
+	}
+	double t0 = now();
+	for (size_t off = 0; off < bytes; off += REGION)
+		dec_feed(d, 0, src + off, bytes - off < REGION ? bytes - off : REGION, false);
+	dec_flush(d);
+	double t = now() - t0;
+	if (st)
+		dec_stats(d, 0, st);
+	dec_close(d);
+	return t;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: bench_decode [-m MiB] [-r reps] [-o VARIANTS]\n"
+		"  VARIANTS: letters of m (memcpy) s (SE sums) p (per SE) n (scalar)\n"
+		"  f (straightforward loop) c (per-value callback); default: all\n"
+		"  (e.g. -m 16 -r 1 -o s under valgrind --tool=callgrind)\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
 {
 	struct dec_layout *l;
 	char err[256];
+	size_t mib = 256;
+	int reps = REPS;
+	const char *only = "mspnfc";
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 < argc && !strcmp(argv[i], "-m"))
+			mib = strtoul(argv[++i], NULL, 0);
+		else if (i + 1 < argc && !strcmp(argv[i], "-r"))
+			reps = atoi(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "-o"))
+			only = argv[++i];
+		else
+			usage();
+	}
+	if (!mib || reps < 1 || reps > MAX_REPS)
+		usage();
 	if (dec_layout_parse(LAYOUT, strlen(LAYOUT), &l, err, sizeof(err))) {
 		fprintf(stderr, "bench_decode: %s\n", err);
 		return 1;
 	}
-	size_t sb = l->sample_bytes, n = (256u << 20) / sb, bytes = n * sb;
+	size_t sb = l->sample_bytes, n = (mib << 20) / sb, bytes = n * sb;
 	uint8_t *src = malloc(bytes), *dst = malloc(bytes);
 	if (!src || !dst)
 		return 1;
@@ -176,52 +224,58 @@ int main(void)
 	}
 	memset(dst, 1, bytes);
 
-	double tm[REPS], td[REPS], tp[REPS], tn[REPS], ts[REPS], tc[REPS];
+	/*
+	 * Every variant once per round, memcpy first and again last, so that each
+	 * sees the same machine state (2 cores shared with builds): the best of N
+	 * rounds is compared, memcpy's best over both of its runs per round.
+	 */
+	static double t[6][2 * MAX_REPS];
 	struct dec_stats st = {0};
-	for (int r = 0; r < REPS; r++) {
-		double t0 = now();
-		memcpy(dst, src, bytes);
-		tm[r] = now() - t0;
-		sink_sum += dst[bytes / 2];
-
-		/* 0: SE sums, 1: per SE, 2: SE sums with the scalar kernels only */
-		for (int v = 0; v < 3; v++) {
-			struct dec *d;
-			struct dec_opts o = {.sz = sizeof(o), .per_se = v == 1, .no_simd = v == 2};
-			if (dec_open(l, 1, &o, null_sink, NULL, &d, err, sizeof(err))) {
-				fprintf(stderr, "bench_decode: %s\n", err);
-				return 1;
+	bool on[6];
+	for (int v = 0; v < 6; v++)
+		on[v] = strchr(only, "mspnfc"[v]) != NULL;
+	for (int r = 0; r < reps; r++) {
+		for (int half = 0; half < 2; half++) {
+			if (on[0]) {
+				double t0 = now();
+				memcpy(dst, src, bytes);
+				t[0][2 * r + half] = now() - t0;
+				sink_sum += dst[bytes / 2];
 			}
-			t0 = now();
-			for (size_t off = 0; off < bytes; off += REGION)
-				dec_feed(d, 0, src + off, bytes - off < REGION ? bytes - off : REGION,
-					 false);
-			dec_flush(d);
-			(v == 0 ? td : v == 1 ? tp : tn)[r] = now() - t0;
-			if (v == 0)
-				dec_stats(d, 0, &st);
-			dec_close(d);
+			if (half)
+				break;
+			for (int v = 0; v < 3; v++)
+				if (on[1 + v])
+					t[1 + v][r] = run_decoder(l, src, bytes, v, v == 0 ? &st : NULL);
+			if (on[4]) {
+				double t0 = now();
+				straightforward(l, src, n);
+				t[4][r] = now() - t0;
+			}
+			if (on[5]) {
+				double t0 = now();
+				per_value_callback(l, src, n);
+				t[5][r] = now() - t0;
+			}
 		}
-
-		t0 = now();
-		straightforward(l, src, n);
-		ts[r] = now() - t0;
-		t0 = now();
-		per_value_callback(l, src, n);
-		tc[r] = now() - t0;
 	}
 	double gb = bytes / 1e9;
-	double m = gb / best_of(tm), dd = gb / best_of(td), dp = gb / best_of(tp),
-	       dn = gb / best_of(tn),
-	       s = gb / best_of(ts), c = gb / best_of(tc);
+	double m = on[0] ? gb / best_of(t[0], 2 * reps) : 0;
+	static const char *name[6] = {
+		"memcpy", "dec_feed (SE sums)", "dec_feed (--per-se)", "dec_feed (scalar kernels)",
+		"straightforward loop", "per-value callback",
+	};
 	printf("bench_decode: %zu samples x %zu B = %.1f MiB, 16 counters (6 global, 10 se of which "
-	       "3 32-bit), 4 SEs, best of %d\n", n, sb, bytes / 1048576.0, REPS);
-	printf("  memcpy                      %6.2f GB/s  1.00x\n", m);
-	printf("  dec_feed (SE sums)          %6.2f GB/s  %.2fx memcpy\n", dd, dd / m);
-	printf("  dec_feed (--per-se)         %6.2f GB/s  %.2fx memcpy\n", dp, dp / m);
-	printf("  dec_feed (scalar kernels)   %6.2f GB/s  %.2fx memcpy\n", dn, dn / m);
-	printf("  straightforward loop        %6.2f GB/s  %.2fx memcpy\n", s, s / m);
-	printf("  per-value callback          %6.2f GB/s  %.2fx memcpy\n", c, c / m);
+	       "3 32-bit), 4 SEs, best of %d interleaved rounds\n", n, sb, bytes / 1048576.0, reps);
+	for (int v = 0; v < 6; v++) {
+		if (!on[v])
+			continue;
+		double g = gb / best_of(t[v], v ? reps : 2 * reps);
+		if (m)
+			printf("  %-27s %6.2f GB/s  %.2fx memcpy\n", name[v], g, g / m);
+		else
+			printf("  %-27s %6.2f GB/s\n", name[v], g);
+	}
 	printf("  decoded %llu samples, %llu saturated cells, %llu corrupt (check %llu)\n",
 	       (unsigned long long)st.samples, (unsigned long long)st.saturated,
 	       (unsigned long long)st.corrupt_events, (unsigned long long)(sink_sum & 0xFF));
