@@ -21,6 +21,13 @@ LIBS     := -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c
 # Library: acquisition, decoding, collection.  The CLI is in collector/cli/.
 LIB_SRC  := $(wildcard spm/*.c decoder/*.c collector/lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
+# Protocol buffers (collector/proto/*.proto, e.g. the Perfetto trace format):
+# protoc-c generates C into $(B)/gen, compiled into the library.
+PROTO_SRC := $(wildcard collector/proto/*.proto)
+PROTO_GEN := $(PROTO_SRC:%.proto=$(B)/gen/%.pb-c.c) $(PROTO_SRC:%.proto=$(B)/gen/%.pb-c.h)
+PROTO_OBJ := $(PROTO_SRC:%.proto=$(B)/obj/gen/%.pb-c.o)
+LIB_OBJ  += $(PROTO_OBJ)
+CPPFLAGS += -I$(B)/gen
 CLI_SRC  := $(wildcard collector/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
 # emu/common: profiles and the topology generator, used by the shim and by
@@ -54,6 +61,18 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: %.proto
+	@mkdir -p $(B)/gen
+	protoc-c -I. --c_out=$(B)/gen $<
+
+# Generated code: its warnings are protoc-c's, so they are not errors.
+$(B)/obj/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-error -MMD -MP -c -o $@ $<
+
+# Sources may include the generated headers: generate them first.
+$(LIB_OBJ) $(CLI_OBJ) $(TESTLIB_OBJ): | $(PROTO_GEN)
+
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(B)
 	rm -f $@ && ar rcs $@ $^
@@ -66,6 +85,7 @@ $(B)/libspmtap.so: $(LIB_SO)
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $@
 
 $(B)/spmtap.pc: include/spmtap.pc.in Makefile
+	@mkdir -p $(B)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 $(EMU_A): $(EMUC_OBJ)
@@ -138,13 +158,13 @@ deps:
 FUZZ_SECONDS ?= 60
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_LIBSRC := $(wildcard decoder/*.c collector/lib/*.c spm/*.c)
-fuzz:
+fuzz: $(PROTO_GEN)
 	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
 	@mkdir -p build-fuzz/corpus
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
-	  clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c || exit 1; \
+	  clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -I$(B)/gen -fsanitize=fuzzer,address,undefined \
+	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) $(filter %.c,$(PROTO_GEN)) -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c || exit 1; \
 	  mkdir -p build-fuzz/corpus/$$n; \
 	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \

@@ -1,0 +1,694 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streaming Perfetto trace writer (writer.h, docs/formats/perfetto.md).
+ *
+ * A Perfetto trace file is a Trace message, i.e. nothing but a sequence of
+ * `packet` fields (field 1, length delimited), so each TracePacket is encoded
+ * with protobuf-c (collector/proto/perfetto_trace.proto) as soon as it is
+ * produced and appended to a fixed buffer that is written out when full.
+ * Memory depends on the number of streams and slice tracks, never on the
+ * duration.
+ *
+ * The buffer only ever holds whole packets.  If the disk fills (or the file
+ * size limit is hit) part way through a write, the file is cut back to the
+ * last whole packet, so what is on disk stays a complete, parseable trace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector/lib/writer.h"
+#include "collector/proto/perfetto_trace.pb-c.h"
+
+#define PF_BUF_BYTES (64u * 1024)
+/* The one packet sequence of the file (any nonzero id will do). */
+#define PF_SEQ_ID 1u
+/* Track uuids are small so that their varints stay short (2 bytes). */
+#define PF_UUID_ROOT 1u
+#define PF_UUID_FIRST 16u
+/* Sensor tracks sort above the XCC groups of their GPU. */
+#define PF_RANK_SENSOR_BASE (-100000)
+
+typedef Perfetto__Protos__TracePacket pf_packet;
+typedef Perfetto__Protos__TrackDescriptor pf_track;
+typedef Perfetto__Protos__CounterDescriptor pf_counter;
+typedef Perfetto__Protos__TrackEvent pf_event;
+typedef Perfetto__Protos__DebugAnnotation pf_arg;
+
+struct pf_stream {
+	uint32_t id;
+	uint32_t ncols;
+	uint64_t first_uuid; /* column c is on track first_uuid + c */
+	enum series_type *types;
+};
+
+/* A parent track: a GPU (xcc == -1) or one XCC of a GPU. */
+struct pf_group {
+	uint32_t gpu;
+	int32_t xcc;
+	uint64_t uuid;
+};
+
+struct pf_slice_track {
+	uint32_t track;
+	uint64_t uuid;
+};
+
+struct writer {
+	int fd;
+	int err;           /* sticky: the first write error, -errno */
+	char msg[320];     /* its sentence, naming the file */
+	char *path;
+	off_t base;        /* bytes on disk, all whole packets */
+	size_t len;        /* bytes pending in buf, all whole packets */
+	bool first;        /* the next packet is the sequence's first */
+	uint64_t next_uuid;
+	int64_t meta_ns;   /* timestamp of the metadata instants */
+	uint64_t skipped;  /* cells not written: negative time, non-finite value */
+
+	struct pf_stream *streams;
+	size_t nstreams, cap_streams;
+	size_t last_stream; /* lookup cache */
+	struct pf_group *groups;
+	size_t ngroups, cap_groups;
+	struct pf_slice_track *slice_tracks;
+	size_t nslice_tracks, cap_slice_tracks;
+
+	uint8_t buf[PF_BUF_BYTES];
+};
+
+static void fail(struct writer *w, int err, const char *what, char *msg, size_t len)
+{
+	const char *s = strerrordesc_np(-err);
+	if (!s)
+		s = "unknown error";
+	if (what)
+		snprintf(msg, len, "%s: %s: %s", w->path, what, s);
+	else
+		snprintf(msg, len, "%s: %s", w->path, s);
+}
+
+static int report(struct writer *w, char *err, size_t errlen)
+{
+	if (w->err && err && errlen)
+		snprintf(err, errlen, "%s", w->msg);
+	return w->err;
+}
+
+/* A failed emit: the sticky write error, or an allocation failure. */
+static int failed(struct writer *w, int rc, char *err, size_t errlen)
+{
+	if (w->err)
+		return report(w, err, errlen);
+	if (err && errlen) {
+		const char *d = strerrordesc_np(-rc);
+		snprintf(err, errlen, "%s: %s", w->path, d ? d : "unknown error");
+	}
+	return rc;
+}
+
+static int invalid(struct writer *w, char *err, size_t errlen, const char *why)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s: %s", w->path, why);
+	return -EINVAL;
+}
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/*
+ * Length of the longest prefix of data[0..n) made of whole packets.  data
+ * starts on a packet boundary and holds only packets this file wrote.
+ */
+static size_t whole_packets(const uint8_t *data, size_t n)
+{
+	size_t pos = 0, good = 0;
+	while (pos < n) {
+		size_t p = pos + 1; /* tag 0x0a */
+		uint64_t len = 0;
+		unsigned int shift = 0;
+		while (p < n && shift < 64) {
+			uint8_t b = data[p++];
+			len |= (uint64_t)(b & 0x7f) << shift;
+			shift += 7;
+			if (!(b & 0x80))
+				break;
+		}
+		if (p > n || (p == n && len) || len > n - p)
+			break;
+		pos = p + (size_t)len;
+		good = pos;
+	}
+	return good;
+}
+
+/* Append whole packets data[0..n) to the file; on failure cut it back. */
+static int write_out(struct writer *w, const uint8_t *data, size_t n)
+{
+	size_t off = 0;
+	while (off < n) {
+		ssize_t k = write(w->fd, data + off, n - off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			/* write() returning 0 for a regular file means no space. */
+			int e = k < 0 ? -errno : -ENOSPC;
+			size_t keep = whole_packets(data, off);
+			w->err = e;
+			if (keep < off && ftruncate(w->fd, w->base + (off_t)keep) != 0) {
+				const char *d = strerrordesc_np(errno);
+				char first[200];
+				fail(w, e, NULL, first, sizeof(first));
+				snprintf(w->msg, sizeof(w->msg),
+					 "%s (and cutting the file back to its last whole packet failed: %s)",
+					 first, d ? d : "unknown error");
+			} else {
+				fail(w, e, NULL, w->msg, sizeof(w->msg));
+			}
+			w->base += (off_t)keep;
+			return e;
+		}
+		off += (size_t)k;
+	}
+	w->base += (off_t)n;
+	return 0;
+}
+
+static int flush(struct writer *w)
+{
+	if (w->err)
+		return w->err;
+	size_t n = w->len;
+	w->len = 0;
+	return n ? write_out(w, w->buf, n) : 0;
+}
+
+/* Encode one TracePacket as a Trace.packet field and queue it. */
+static int emit(struct writer *w, pf_packet *p)
+{
+	if (w->err)
+		return w->err;
+	p->has_trusted_packet_sequence_id = 1;
+	p->trusted_packet_sequence_id = PF_SEQ_ID;
+	bool first = w->first;
+	if (first) {
+		p->has_sequence_flags = 1;
+		p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
+		p->has_first_packet_on_sequence = 1;
+		p->first_packet_on_sequence = 1;
+		w->first = false;
+	}
+	size_t body = perfetto__protos__trace_packet__get_packed_size(p);
+	size_t need = 1 + varint_len(body) + body;
+	int rc = 0;
+	if (w->len + need > PF_BUF_BYTES && flush(w))
+		rc = w->err;
+	else if (need <= PF_BUF_BYTES) {
+		uint8_t *o = w->buf + w->len;
+		o[0] = 0x0a; /* Trace.packet: field 1, wire type 2 */
+		size_t h = 1 + put_varint(o + 1, body);
+		perfetto__protos__trace_packet__pack(p, o + h);
+		w->len += need;
+	} else {
+		uint8_t *tmp = malloc(need); /* a packet larger than the buffer (long metadata) */
+		if (!tmp) {
+			rc = -ENOMEM;
+		} else {
+			tmp[0] = 0x0a;
+			size_t h = 1 + put_varint(tmp + 1, body);
+			perfetto__protos__trace_packet__pack(p, tmp + h);
+			rc = write_out(w, tmp, need);
+			free(tmp);
+		}
+	}
+	if (first) {
+		p->has_sequence_flags = 0;
+		p->has_first_packet_on_sequence = 0;
+		if (rc == -ENOMEM)
+			w->first = true;
+	}
+	return rc;
+}
+
+static int emit_track(struct writer *w, pf_track *t)
+{
+	pf_packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	p.track_descriptor = t;
+	return emit(w, &p);
+}
+
+static void track_init(pf_track *t, uint64_t uuid, uint64_t parent, const char *name)
+{
+	perfetto__protos__track_descriptor__init(t);
+	t->has_uuid = 1;
+	t->uuid = uuid;
+	t->name = (char *)name;
+	if (parent) {
+		t->has_parent_uuid = 1;
+		t->parent_uuid = parent;
+	}
+}
+
+static void track_rank(pf_track *t, int32_t rank)
+{
+	t->has_sibling_order_rank = 1;
+	t->sibling_order_rank = rank;
+}
+
+static void track_explicit_children(pf_track *t)
+{
+	t->has_child_ordering = 1;
+	t->child_ordering = PERFETTO__PROTOS__TRACK_DESCRIPTOR__CHILD_TRACKS_ORDERING__EXPLICIT;
+}
+
+/* An instant event on the "spmtap" track carrying key/value arguments. */
+static int emit_instant(struct writer *w, const char *name, pf_arg **args, size_t nargs)
+{
+	pf_event e = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	e.has_type = 1;
+	e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+	e.has_track_uuid = 1;
+	e.track_uuid = PF_UUID_ROOT;
+	e.name = (char *)name;
+	e.n_debug_annotations = nargs;
+	e.debug_annotations = args;
+	pf_packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	p.has_timestamp = 1;
+	p.timestamp = (uint64_t)w->meta_ns;
+	p.track_event = &e;
+	return emit(w, &p);
+}
+
+static void arg_str(pf_arg *a, const char *name, const char *v)
+{
+	perfetto__protos__debug_annotation__init(a);
+	a->name = (char *)name;
+	a->string_value = (char *)(v ? v : "");
+}
+
+static void arg_int(pf_arg *a, const char *name, int64_t v)
+{
+	perfetto__protos__debug_annotation__init(a);
+	a->name = (char *)name;
+	a->has_int_value = 1;
+	a->int_value = v;
+}
+
+static void arg_double(pf_arg *a, const char *name, double v)
+{
+	perfetto__protos__debug_annotation__init(a);
+	a->name = (char *)name;
+	a->has_double_value = 1;
+	a->double_value = v;
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 8;
+	void *p = realloc(*arr, nc * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+static void free_writer(struct writer *w)
+{
+	for (size_t i = 0; i < w->nstreams; i++)
+		free(w->streams[i].types);
+	free(w->streams);
+	free(w->groups);
+	free(w->slice_tracks);
+	free(w->path);
+	free(w);
+}
+
+static int pf_probe(char *reason, size_t len)
+{
+	(void)reason;
+	(void)len;
+	return 0; /* protobuf-c is linked in */
+}
+
+static int pf_open(struct writer **out, const char *path, const struct writer_meta *meta,
+		   char *err, size_t errlen)
+{
+	*out = NULL;
+	struct writer *w = calloc(1, sizeof(*w));
+	char *p = path ? strdup(path) : NULL;
+	if (!w || !p) {
+		free(w);
+		free(p);
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s", path ? path : "(null)", strerrordesc_np(ENOMEM));
+		return -ENOMEM;
+	}
+	w->path = p;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		int e = -errno;
+		char m[320];
+		fail(w, e, NULL, m, sizeof(m));
+		if (err && errlen)
+			snprintf(err, errlen, "%s", m);
+		free_writer(w);
+		return e;
+	}
+	w->first = true;
+	w->next_uuid = PF_UUID_FIRST;
+	w->meta_ns = meta ? meta->start_boottime_ns : 0;
+	if (w->meta_ns <= 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_BOOTTIME, &ts);
+		w->meta_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	}
+
+	/* The "spmtap" track: the recording's metadata, one instant per stream. */
+	pf_track root;
+	track_init(&root, PF_UUID_ROOT, 0, "spmtap");
+	int rc = emit_track(w, &root);
+
+	pf_arg a[8], *ap[8];
+	size_t n = 0;
+	arg_str(&a[n++], "spmtap_version", meta ? meta->spmtap_version : NULL);
+	arg_str(&a[n++], "command_line", meta ? meta->command_line : NULL);
+	arg_str(&a[n++], "hostname", meta ? meta->hostname : NULL);
+	arg_int(&a[n++], "start_boottime_ns", w->meta_ns);
+	arg_double(&a[n++], "spm_clock_hz", meta ? meta->spm_clock_hz : 0.0);
+	arg_str(&a[n++], "clock", "CLOCK_BOOTTIME ns (Perfetto BUILTIN_CLOCK_BOOTTIME)");
+	if (meta && meta->extra_json)
+		arg_str(&a[n++], "metadata_json", meta->extra_json);
+	for (size_t i = 0; i < n; i++)
+		ap[i] = &a[i];
+	if (!rc)
+		rc = emit_instant(w, "spmtap recording", ap, n);
+	if (rc) {
+		rc = failed(w, rc, err, errlen);
+		close(w->fd);
+		free_writer(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+static struct pf_stream *find_stream(struct writer *w, uint32_t id)
+{
+	if (w->last_stream < w->nstreams && w->streams[w->last_stream].id == id)
+		return &w->streams[w->last_stream];
+	for (size_t i = 0; i < w->nstreams; i++)
+		if (w->streams[i].id == id) {
+			w->last_stream = i;
+			return &w->streams[i];
+		}
+	return NULL;
+}
+
+/* The parent track of a GPU (xcc -1) or of one of its XCCs, declared on first use. */
+static int group(struct writer *w, const struct series_stream *s, int32_t xcc, uint64_t *uuid)
+{
+	for (size_t i = 0; i < w->ngroups; i++)
+		if (w->groups[i].gpu == s->gpu && w->groups[i].xcc == xcc) {
+			*uuid = w->groups[i].uuid;
+			return 0;
+		}
+	uint64_t parent = 0;
+	if (xcc >= 0) {
+		int rc = group(w, s, -1, &parent);
+		if (rc)
+			return rc;
+	}
+	if (grow((void **)&w->groups, &w->cap_groups, w->ngroups, sizeof(*w->groups)))
+		return -ENOMEM;
+	char name[256];
+	if (xcc < 0 && s->device_name && *s->device_name)
+		snprintf(name, sizeof(name), "GPU%u %s", s->gpu, s->device_name);
+	else if (xcc < 0)
+		snprintf(name, sizeof(name), "GPU%u", s->gpu);
+	else
+		snprintf(name, sizeof(name), "GPU%u XCC%d", s->gpu, xcc);
+	pf_track t;
+	track_init(&t, w->next_uuid, parent, name);
+	track_explicit_children(&t);
+	track_rank(&t, xcc < 0 ? (int32_t)s->gpu : xcc);
+	int rc = emit_track(w, &t);
+	if (rc)
+		return rc;
+	w->groups[w->ngroups++] = (struct pf_group){ .gpu = s->gpu, .xcc = xcc, .uuid = w->next_uuid++ };
+	*uuid = w->groups[w->ngroups - 1].uuid;
+	return 0;
+}
+
+static int pf_begin(struct writer *w, const struct series_stream *s, char *err, size_t errlen)
+{
+	if (w->err)
+		return report(w, err, errlen);
+	if (!s || !s->ncols || !s->cols)
+		return invalid(w, err, errlen, "a stream with no columns");
+	if (find_stream(w, s->id)) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: stream %u declared twice", w->path, s->id);
+		return -EEXIST;
+	}
+	for (uint32_t c = 0; c < s->ncols; c++)
+		if (!s->cols[c].name ||
+		    (s->cols[c].type != SERIES_U64 && s->cols[c].type != SERIES_F64))
+			return invalid(w, err, errlen, "a column with no name or an unknown type");
+
+	if (grow((void **)&w->streams, &w->cap_streams, w->nstreams, sizeof(*w->streams)))
+		return -ENOMEM;
+	enum series_type *types = malloc(s->ncols * sizeof(*types));
+	if (!types)
+		return -ENOMEM;
+	for (uint32_t c = 0; c < s->ncols; c++)
+		types[c] = s->cols[c].type;
+
+	uint64_t parent = 0;
+	int rc = group(w, s, s->xcc, &parent);
+	if (rc) {
+		free(types);
+		return failed(w, rc, err, errlen);
+	}
+	uint64_t first = w->next_uuid;
+	w->next_uuid += s->ncols;
+	for (uint32_t c = 0; c < s->ncols && !rc; c++) {
+		const struct series_column *col = &s->cols[c];
+		char name[256];
+		bool count = !col->unit || !*col->unit || !strcmp(col->unit, "count");
+		char xccs[16] = "";
+		if (s->xcc >= 0)
+			snprintf(xccs, sizeof(xccs), " XCC%d", s->xcc);
+		if (count)
+			snprintf(name, sizeof(name), "GPU%u%s %s", s->gpu, xccs, col->name);
+		else
+			snprintf(name, sizeof(name), "GPU%u%s %s (%s)", s->gpu, xccs, col->name, col->unit);
+		pf_counter cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+		if (count) {
+			cd.has_unit = 1;
+			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_COUNT;
+		} else {
+			cd.unit_name = (char *)col->unit;
+		}
+		pf_track t;
+		track_init(&t, first + c, parent, name);
+		t.counter = &cd;
+		track_rank(&t, s->xcc >= 0 ? (int32_t)c : PF_RANK_SENSOR_BASE + (int32_t)c);
+		rc = emit_track(w, &t);
+	}
+
+	/* What the stream is, for the reader: an instant on the spmtap track. */
+	char title[64];
+	snprintf(title, sizeof(title), "stream %u", s->id);
+	pf_arg a[8], *ap[8];
+	size_t n = 0;
+	arg_str(&a[n++], "source", s->source);
+	arg_int(&a[n++], "gpu", s->gpu);
+	arg_int(&a[n++], "gpu_id", s->gpu_id);
+	arg_int(&a[n++], "xcc", s->xcc);
+	arg_str(&a[n++], "device_name", s->device_name);
+	arg_str(&a[n++], "tick_domain", s->tick_domain);
+	arg_int(&a[n++], "columns", s->ncols);
+	for (size_t i = 0; i < n; i++)
+		ap[i] = &a[i];
+	if (!rc)
+		rc = emit_instant(w, title, ap, n);
+	if (rc) {
+		free(types);
+		return failed(w, rc, err, errlen);
+	}
+	w->streams[w->nstreams++] = (struct pf_stream){
+		.id = s->id, .ncols = s->ncols, .first_uuid = first, .types = types,
+	};
+	return 0;
+}
+
+static int pf_write(struct writer *w, const struct series_chunk *c, char *err, size_t errlen)
+{
+	if (w->err)
+		return report(w, err, errlen);
+	if (!c || !c->stream)
+		return invalid(w, err, errlen, "a chunk with no stream");
+	struct pf_stream *st = find_stream(w, c->stream->id);
+	if (!st) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: chunk for undeclared stream %u", w->path, c->stream->id);
+		return -EINVAL;
+	}
+	if (!c->n)
+		return 0;
+	if (!c->host_ns || !c->values)
+		return invalid(w, err, errlen, "a chunk with no times or no values");
+	for (uint32_t col = 0; col < st->ncols; col++)
+		if (!c->values[col])
+			return invalid(w, err, errlen, "a chunk with a column of no values");
+
+	pf_event e = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	e.has_type = 1;
+	e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	e.has_track_uuid = 1;
+	pf_packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	p.has_timestamp = 1;
+	p.track_event = &e;
+	for (uint32_t i = 0; i < c->n; i++) {
+		int64_t t = c->host_ns[i];
+		if (t < 0) {
+			w->skipped += st->ncols;
+			continue;
+		}
+		p.timestamp = (uint64_t)t;
+		for (uint32_t col = 0; col < st->ncols; col++) {
+			if (series_missing(c, col, i))
+				continue;
+			e.track_uuid = st->first_uuid + col;
+			if (st->types[col] == SERIES_U64) {
+				uint64_t v = series_u64(c, col, i);
+				e.has_counter_value = 1;
+				e.counter_value = v > INT64_MAX ? INT64_MAX : (int64_t)v;
+				e.has_double_counter_value = 0;
+			} else {
+				double v = series_f64(c, col, i);
+				if (!isfinite(v)) {
+					w->skipped++;
+					continue;
+				}
+				e.has_double_counter_value = 1;
+				e.double_counter_value = v;
+				e.has_counter_value = 0;
+			}
+			int rc = emit(w, &p);
+			if (rc)
+				return failed(w, rc, err, errlen);
+		}
+	}
+	return 0;
+}
+
+static int slice_track(struct writer *w, uint32_t track, uint64_t *uuid)
+{
+	for (size_t i = 0; i < w->nslice_tracks; i++)
+		if (w->slice_tracks[i].track == track) {
+			*uuid = w->slice_tracks[i].uuid;
+			return 0;
+		}
+	if (grow((void **)&w->slice_tracks, &w->cap_slice_tracks, w->nslice_tracks,
+		 sizeof(*w->slice_tracks)))
+		return -ENOMEM;
+	char name[64];
+	if (track)
+		snprintf(name, sizeof(name), "phases %u", track);
+	else
+		snprintf(name, sizeof(name), "phases");
+	pf_track t;
+	track_init(&t, w->next_uuid, 0, name);
+	int rc = emit_track(w, &t);
+	if (rc)
+		return rc;
+	w->slice_tracks[w->nslice_tracks++] = (struct pf_slice_track){ .track = track, .uuid = w->next_uuid++ };
+	*uuid = w->slice_tracks[w->nslice_tracks - 1].uuid;
+	return 0;
+}
+
+static int pf_slice(struct writer *w, const struct series_slice *s, char *err, size_t errlen)
+{
+	if (w->err)
+		return report(w, err, errlen);
+	if (!s || s->start_ns < 0 || s->end_ns < s->start_ns)
+		return invalid(w, err, errlen, "a slice that ends before it starts");
+	uint64_t uuid;
+	int rc = slice_track(w, s->track, &uuid);
+	if (rc)
+		return failed(w, rc, err, errlen);
+
+	pf_event e = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	e.has_type = 1;
+	e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+	e.has_track_uuid = 1;
+	e.track_uuid = uuid;
+	e.name = (char *)(s->name && *s->name ? s->name : "(unnamed)");
+	pf_packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	p.has_timestamp = 1;
+	p.timestamp = (uint64_t)s->start_ns;
+	p.track_event = &e;
+	rc = emit(w, &p);
+	if (!rc) {
+		e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+		e.name = NULL;
+		p.timestamp = (uint64_t)s->end_ns;
+		rc = emit(w, &p);
+	}
+	return rc ? failed(w, rc, err, errlen) : 0;
+}
+
+static int pf_end(struct writer *w, char *err, size_t errlen)
+{
+	if (!w)
+		return 0;
+	flush(w);
+	if (close(w->fd) != 0 && !w->err) {
+		w->err = -errno;
+		fail(w, w->err, "close", w->msg, sizeof(w->msg));
+	}
+	int rc = report(w, err, errlen);
+	free_writer(w);
+	return rc;
+}
+
+const struct writer_ops writer_perfetto = {
+	.name = "perfetto",
+	.ext = ".pftrace",
+	.probe = pf_probe,
+	.open = pf_open,
+	.begin = pf_begin,
+	.write = pf_write,
+	.slice = pf_slice,
+	.end = pf_end,
+};
