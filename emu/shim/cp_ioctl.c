@@ -138,6 +138,7 @@ int emu_pm4_ioctl(void *arg)
 	}
 	a->done_dw = a->ndw;
 	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %u dwords on XCC mask 0x%x\n", a->gpu_id, a->ndw, mask);
+	g->pm4_seen = true;
 	if (g->spm)
 		g->spm->pm4_seen = true;
 out:

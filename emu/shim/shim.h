@@ -21,7 +21,8 @@
 #define EMU_EXPORT __attribute__((visibility("default")))
 #define EMU_MAX_FDS 65536
 
-enum emu_fd_kind { EMU_FD_NONE = 0, EMU_FD_KFD = 1, EMU_FD_RENDER = 2 };
+/* EMU_FD_SENSOR: a memfd serving a dynamic sysfs attribute (sensor_fs.c), refreshed on a read at offset 0. */
+enum emu_fd_kind { EMU_FD_NONE = 0, EMU_FD_KFD = 1, EMU_FD_RENDER = 2, EMU_FD_SENSOR = 3 };
 
 struct emu_spm;      /* spm_engine.c */
 struct emu_gpu_regs; /* regs.c */
@@ -33,6 +34,7 @@ struct emu_gpu {
 	uint32_t num_xcc;
 	const struct emu_profile *profile; /* NULL for a tree not written by emu_tree_write */
 	bool pdd;                          /* ACQUIRE_VM done by this process */
+	bool pm4_seen;                     /* this process has run PM4 on the GPU (cp_ioctl.c) */
 	struct emu_spm *spm;               /* non-NULL while this process holds SPM */
 	struct emu_gpu_regs *regs;         /* the emulated registers; made on first use */
 };
@@ -40,6 +42,8 @@ struct emu_gpu {
 struct emu_proc {
 	bool active, debug;
 	char sysfs[PATH_MAX];
+	char sysfs_real[PATH_MAX]; /* realpath of sysfs: what realpath() results start with */
+	bool drm;                  /* the tree has the DRM side (<sysfs>/sys/class/drm) */
 	uint32_t kfd_minor;
 	uint64_t clock_offset; /* GPU ticks added to the 100 MHz count */
 	double clock_ppm;
@@ -67,6 +71,14 @@ int emu_real_close(int fd);
 FILE *emu_real_fopen(const char *path, const char *mode);
 void *emu_real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int emu_real_ioctl(int fd, unsigned long req, void *arg);
+char *emu_real_realpath(const char *path, char *resolved);
+
+/* sensor_fs.c: dynamic sensor attributes in <sysfs>/sys (docs/emulator.md "Sensors"). */
+/* fd of freshly generated content if translated path xpath is a dynamic attribute, -2 if not, -1 on error. */
+int emu_sensor_open(const char *xpath, int flags, bool track);
+/* Regenerates a tracked sensor fd's content (a read at offset 0 re-reads sysfs); false if fd is not ours. */
+bool emu_sensor_fd_refresh(int fd);
+void emu_sensor_fd_forget(int fd);
 
 /* config.c */
 void emu_config_load(void);

@@ -68,7 +68,7 @@ struct emu_spm {
 	uint64_t rate;         /* bytes per ms per XCC */
 	uint64_t ring_bytes, ring_lines;
 	bool streaming, ever_started;
-	/* This process has used the PM4 channel on the GPU since ACQUIRE: it programs
+	/* This process has used the PM4 channel on the GPU (before or after ACQUIRE): it programs
 	 * counters, so the RLC behaves like hardware (silent until a PM4 START)
 	 * instead of streaming the transport test pattern. */
 	bool pm4_seen;

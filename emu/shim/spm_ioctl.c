@@ -129,6 +129,8 @@ static int emu_spm_acquire(struct emu_gpu *g)
 	if (err)
 		return err;
 	g->spm = emu_spm_new(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj);
+	if (g->spm)
+		g->spm->pm4_seen = g->pm4_seen;
 	if (!g->spm) {
 		flock(fd, LOCK_UN);
 		emu_real_close(fd);
