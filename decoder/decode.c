@@ -387,6 +387,9 @@ int dec_feed(struct dec *d, uint32_t xi, const void *bytes, size_t len, bool los
 
 	x->st.bytes_fed += len;
 	if (loss_before) {
+		/* At the very start of a stream nothing was decoded yet: the caller
+		 * asks for an alignment search, and there is nothing to warn about. */
+		bool quiet = x->st.bytes_fed == len && x->plen == 0;
 		x->st.loss_events++;
 		snprintf(msg, sizeof(msg), "; dropping %u pending bytes, searching for the sample "
 			 "alignment", x->plen);
@@ -394,7 +397,8 @@ int dec_feed(struct dec *d, uint32_t xi, const void *bytes, size_t len, bool los
 		x->plen = 0;
 		if ((r = cut(d, x, DEC_CHUNK_LOSS)) < 0)
 			return r;
-		xwarn(x, xi, "the kernel flagged loss before these bytes", msg);
+		if (!quiet)
+			xwarn(x, xi, "the kernel flagged loss before these bytes", msg);
 		start_hunt(x);
 	}
 	if (!len)
