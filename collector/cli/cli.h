@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "spm/plan.h"
 #include "spm/spm.h"
 #include "spmtap.h"
 
@@ -26,8 +27,10 @@ struct cli_cmd {
 
 int cmd_list(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 extern const char cmd_list_usage[];
 extern const char cmd_record_usage[];
+extern const char cmd_plan_usage[];
 
 /*
  * --emulate: re-run this very command under the emulator and return its exit
@@ -52,5 +55,18 @@ struct cli_target {
 int cli_target_devices(struct cli_target *t, const char *cmd);
 int cli_target_backend(struct cli_target *t, const char *cmd, const char *backend);
 void cli_target_free(struct cli_target *t);
+
+/*
+ * A default geometry for a gfx target when there is no GPU to ask (a
+ * representative part, named in *part).  Returns an exit status, message
+ * printed.
+ */
+int cli_gfx_geometry(const char *cmd, const char *gfx, struct spm_geometry *geo,
+		     enum spm_gfx *family, const char **part);
+/* Assumed peak SCLK of a family in GHz, for data-rate estimates only. */
+double cli_sclk_ghz(enum spm_gfx gfx);
+/* spm_plan_create with the planner's sentence printed; EXIT_USAGE for a refused request. */
+int cli_make_plan(const char *cmd, const char *gfx, const struct spm_geometry *geo,
+		  const char *const *names, size_t n, uint32_t interval, struct spm_plan **out);
 
 #endif

@@ -10,10 +10,17 @@
 
 const char cmd_list_usage[] =
 	"usage: spmtap list [--probe] [--spm-backend NAME]\n"
+	"       spmtap list --counters [--gfx gfx942|gfx90a | --device D]\n"
 	"\n"
 	"List the GPUs KFD reports and the SPM backends, with the reason a backend\n"
-	"cannot be used here.\n"
+	"cannot be used here.  With --counters: the SPM counters of a GPU (or of a\n"
+	"gfx target) with their block, width, scope and instances, then the ones\n"
+	"SPM cannot stream, with the reason and what to use instead.\n"
 	"\n"
+	"  --counters          list counters instead of GPUs\n"
+	"  --gfx TARGET        counters of a gfx target (instances of a representative\n"
+	"                      part); default: the GPU of --device\n"
+	"  --device D          GPU for --counters (default 0)\n"
 	"  --probe             also acquire SPM on each GPU for a moment to find out\n"
 	"                      which kernel generation (A or B) answers; fails on a GPU\n"
 	"                      whose SPM another process holds\n"
@@ -38,21 +45,117 @@ static void probe_gen(const struct cli_target *t, const struct spm_device *d, ch
 		t->ops->close(b);
 }
 
+struct ctr_ctx {
+	const struct spm_catalog *cat;
+	const struct spm_geometry *geo;
+	bool streamable; /* which half of the list this pass prints */
+	size_t n;
+};
+
+static int print_counter(const struct spm_counter *c, void *user)
+{
+	struct ctr_ctx *x = user;
+	if (spm_counter_streamable(c) != x->streamable)
+		return 0;
+	const struct spm_block_info *bi = spm_block_info(c->block);
+	if (!x->streamable) {
+		printf("  %-28s %-5s %s", c->name, bi->name,
+		       bi->no_spm_reason ? bi->no_spm_reason : "not streamable");
+		if (c->alt)
+			printf("; use %s", c->alt);
+		printf("\n");
+		x->n++;
+		return 0;
+	}
+	unsigned int inst = spm_catalog_instances(x->cat, c->block, x->geo->cus_per_se);
+	char where[48];
+	if (spm_counter_segment(c) == SPM_SEG_SE)
+		snprintf(where, sizeof(where), "%u x %u SE", inst, x->geo->num_se);
+	else
+		snprintf(where, sizeof(where), "%u", inst);
+	printf("  %-28s %-5s %5u  %-6s %-11s %s\n", c->name, bi->name, spm_counter_width(c),
+	       spm_counter_segment(c) == SPM_SEG_SE ? "SE" : "global", where, c->desc ? c->desc : "");
+	x->n++;
+	return 0;
+}
+
+static int list_counters(const char *gfx, const char *device)
+{
+	struct spm_geometry geo;
+	enum spm_gfx family;
+	char err[SPM_ERRLEN], label[256];
+	struct cli_target t = { 0 };
+	int st;
+	if (gfx) {
+		const char *part;
+		st = cli_gfx_geometry("list", gfx, &geo, &family, &part);
+		snprintf(label, sizeof(label), "%s (instances of %s)", gfx, part);
+	} else {
+		st = cli_target_devices(&t, "list");
+		int idx = st == EXIT_OK ? spm_device_lookup(t.devs, t.ndev, device ? device : "0", err,
+							     sizeof(err))
+					: 0;
+		if (st == EXIT_OK && idx < 0) {
+			fprintf(stderr, "spmtap list: %s%s\n", err,
+				t.ndev ? "" : "; list a target's counters with --gfx gfx942 or --gfx gfx90a");
+			st = t.ndev ? EXIT_USAGE : EXIT_FAIL;
+		}
+		if (st == EXIT_OK && spm_geometry_from_device(&t.devs[idx], &geo, &family, err,
+							      sizeof(err)) < 0) {
+			fprintf(stderr, "spmtap list: %s\n", err);
+			st = EXIT_FAIL;
+		}
+		if (st == EXIT_OK) {
+			char dl[128];
+			snprintf(label, sizeof(label), "%s, %u SE per XCC, %u CUs per SE",
+				 spm_device_label(&t.devs[idx], dl, sizeof(dl)), geo.num_se,
+				 geo.cus_per_se);
+		}
+	}
+	const struct spm_catalog *cat = NULL;
+	if (st == EXIT_OK && spm_catalog_get(family, &cat, err, sizeof(err)) < 0) {
+		fprintf(stderr, "spmtap list: %s\n", err);
+		st = EXIT_FAIL;
+	}
+	cli_target_free(&t);
+	if (st != EXIT_OK)
+		return st;
+	printf("SPM counters for %s:\n", label);
+	printf("  %-28s %-5s %5s  %-6s %-11s %s\n", "name", "block", "width", "scope", "instances",
+	       "description");
+	struct ctr_ctx x = { .cat = cat, .geo = &geo, .streamable = true };
+	spm_catalog_foreach(cat, print_counter, &x);
+	printf("\nInstances are per XCC (x SEs for SE counters); NAME sums them, NAME[i] picks one.\n");
+	x.streamable = false;
+	x.n = 0;
+	printf("\nNot streamable by SPM:\n");
+	spm_catalog_foreach(cat, print_counter, &x);
+	if (!x.n)
+		printf("  (none)\n");
+	return EXIT_OK;
+}
+
 int cmd_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "probe", no_argument, NULL, 'p' },
 		{ "spm-backend", required_argument, NULL, 'b' },
+		{ "counters", no_argument, NULL, 'c' },
+		{ "gfx", required_argument, NULL, 'g' },
+		{ "device", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool probe = false;
-	const char *backend = NULL;
+	bool probe = false, counters = false;
+	const char *backend = NULL, *gfx = NULL, *device = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': probe = true; break;
 		case 'b': backend = optarg; break;
+		case 'c': counters = true; break;
+		case 'g': gfx = optarg; break;
+		case 'd': device = optarg; break;
 		default:
 			fputs(cmd_list_usage, stderr);
 			return EXIT_USAGE;
@@ -62,6 +165,16 @@ int cmd_list(int argc, char **argv)
 		fprintf(stderr, "spmtap list: unexpected argument '%s'\n", argv[optind]);
 		return EXIT_USAGE;
 	}
+	if ((gfx || device) && !counters) {
+		fprintf(stderr, "spmtap list: --gfx and --device go with --counters\n");
+		return EXIT_USAGE;
+	}
+	if (gfx && device) {
+		fprintf(stderr, "spmtap list: give --gfx or --device, not both\n");
+		return EXIT_USAGE;
+	}
+	if (counters)
+		return list_counters(gfx, device);
 
 	struct cli_target t;
 	int st = cli_target_devices(&t, "list");

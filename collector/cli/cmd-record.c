@@ -1,37 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spmtap record: acquire SPM on one GPU, let the feeder thread rotate
- * buffers, and write every retired region to the raw container while the
- * test-pattern checker counts what went missing.
+ * spmtap record: the command line.  With --spm it programs counters and
+ * writes decoded series (record-spm.c); --raw alone streams bytes into the
+ * raw container for checking acquisition (record-raw.c).
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include <strings.h>
 
-#include "collector/cli/cli.h"
-#include "collector/lib/feeder.h"
-#include "collector/lib/rawfile.h"
-#include "decoder/pattern.h"
-#include "log.h"
+#include "collector/cli/record.h"
+#include "spm/plan.h"
 
 const char cmd_record_usage[] =
-	"usage: spmtap record --raw -o FILE [options]\n"
+	"usage: spmtap record --spm NAMES [options] [-o FILE.csv]\n"
+	"       spmtap record --spm NAMES --raw -o FILE [options]\n"
+	"       spmtap record --raw -o FILE [options]\n"
 	"\n"
-	"Stream SPM data from one GPU into FILE until --duration ends or until\n"
-	"Ctrl-C / SIGTERM; either way the data is drained and FILE is complete.\n"
+	"Program SPM counters on one GPU and record them until --duration ends or\n"
+	"until Ctrl-C / SIGTERM; either way the counters are stopped, the data is\n"
+	"drained and the output is complete.\n"
 	"\n"
-	"  --raw                  write the raw container (docs/raw-format.md)\n"
-	"  -o, --output FILE      output file (replaced if it exists)\n"
+	"  --spm NAMES            counters, comma-separated (repeatable): TCC_HIT sums\n"
+	"                         every instance, TCC_HIT[3] is one instance; see\n"
+	"                         `spmtap list --counters` and `spmtap plan`\n"
+	"  --interval CYCLES      sample interval in SCLK cycles, 32..65504 in steps of\n"
+	"                         32 (default 32768, see docs/cli/spmtap-record.md)\n"
+	"  --per-se               one column per shader engine for SE counters\n"
+	"  --per-instance         one column per block instance (no instance sums)\n"
+	"  -o, --output FILE      CSV of the decoded series (default standard output);\n"
+	"                         the layout descriptor goes to FILE's name with\n"
+	"                         .layout.json instead of .csv; with --raw: the raw\n"
+	"                         container (replaced if it exists)\n"
+	"  --raw                  write the raw container (docs/raw-format.md) instead\n"
+	"                         of CSV; `spmtap decode` turns it into the same CSV\n"
 	"  -d, --duration SEC     stop after SEC seconds (default: until a signal)\n"
 	"  --device D             GPU: index (0), gpu_id (0x1234) or gpu_id:0x1234\n"
 	"  --spm-backend NAME     hsakmt, kfd or hsa (default: the first usable)\n"
@@ -40,52 +45,64 @@ const char cmd_record_usage[] =
 	"  --buffer-size BYTES    per buffer, k/M/G suffixes (default 8M); rounded to\n"
 	"                         whole 32-byte lines per XCC region\n"
 	"\n"
-	"Back-pressure: a buffer the writer still holds is never handed back to the\n"
+	"CSV: xcc,timestamp,<counters> (docs/cli/spmtap-record.md); timestamps are\n"
+	"raw GPU ticks.  A saturated value is an empty cell.\n"
+	"\n"
+	"Back-pressure: a buffer the decoder still holds is never handed back to the\n"
 	"kernel.  If no buffer is free at a poll, the armed one stays armed and the\n"
 	"kernel keeps filling it; when it is full the kernel flags loss, which the\n"
-	"summary reports (\"consumer overrun polls\").\n"
+	"summary reports (\"consumer overrun polls\") with the samples lost.\n"
 	"\n"
 	"Exit status: 0 recording complete (also after Ctrl-C, and also with data\n"
 	"loss, which is printed as a warning); 1 device, stream or output error\n"
 	"(what was written stays readable); 2 SPM is held by another process;\n"
-	"64 bad command line.\n";
+	"64 bad command line or counter request.\n";
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig) { stop_signal = sig; }
-
-struct rec_opts {
-	const char *out;
-	double duration;
-	const char *device;
-	const char *backend;
-	enum spm_gen gen;
-	uint32_t nbuffers;
-	uint64_t buffer_size;
-	bool raw;
-	bool size_given;
-};
-
-struct rec_totals {
-	uint64_t bytes[DEC_MAX_XCC];
-	uint64_t regions[DEC_MAX_XCC];
-	uint64_t loss_regions[DEC_MAX_XCC];
-	uint64_t bad_regions[DEC_MAX_XCC];
-	uint64_t buffers;
-	int write_error;
-	char write_msg[600];
-};
-
-static uint64_t now_ns(clockid_t c)
+static int add_names(struct rec_opts *o, const char *arg)
 {
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	size_t old = o->spm_names ? strlen(o->spm_names) : 0;
+	char *s = realloc(o->spm_names, old + strlen(arg) + 2);
+	if (!s)
+		return -ENOMEM;
+	if (old)
+		s[old++] = ',';
+	strcpy(s + old, arg);
+	o->spm_names = s;
+	return 0;
+}
+
+/* Split the joined names in place; pointers stay valid while spm_names lives. */
+static int split_names(struct rec_opts *o)
+{
+	o->ncounters = 0;
+	for (char *save = NULL, *tok = strtok_r(o->spm_names, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		char *e = tok + strlen(tok);
+		while (e > tok && (e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		if (!*tok)
+			continue;
+		if (o->ncounters == REC_MAX_COUNTERS) {
+			fprintf(stderr, "spmtap record: --spm: more than %d counters\n",
+				REC_MAX_COUNTERS);
+			return EXIT_USAGE;
+		}
+		o->counters[o->ncounters++] = tok;
+	}
+	if (!o->ncounters) {
+		fprintf(stderr, "spmtap record: --spm needs at least one counter name "
+				"(see `spmtap list --counters`)\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
 }
 
 static int parse_opts(int argc, char **argv, struct rec_opts *o)
 {
-	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE };
+	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
+	       O_PER_SE, O_PER_INSTANCE };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -95,10 +112,12 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "spm-gen", required_argument, NULL, O_GEN },
 		{ "buffers", required_argument, NULL, O_BUFFERS },
 		{ "buffer-size", required_argument, NULL, O_BUFSIZE },
+		{ "spm", required_argument, NULL, O_SPM },
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "per-se", no_argument, NULL, O_PER_SE },
+		{ "per-instance", no_argument, NULL, O_PER_INSTANCE },
 		{ NULL, 0, NULL, 0 },
 	};
-	*o = (struct rec_opts){ .device = "0", .nbuffers = FEEDER_DEFAULT_BUFFERS,
-				.buffer_size = FEEDER_DEFAULT_SIZE };
 	int c;
 	char *end;
 	optind = 1;
@@ -145,6 +164,27 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 				return EXIT_USAGE;
 			}
 			break;
+		case O_SPM:
+			if (add_names(o, optarg) < 0) {
+				fprintf(stderr, "spmtap record: out of memory\n");
+				return EXIT_FAIL;
+			}
+			break;
+		case O_INTERVAL: {
+			errno = 0;
+			unsigned long n = strtoul(optarg, &end, 0);
+			if (end == optarg || *end || errno || optarg[0] == '-' || n > UINT32_MAX) {
+				fprintf(stderr, "spmtap record: --interval %s: expected SCLK cycles, "
+						"%u..%u in steps of %u\n", optarg, SPM_INTERVAL_MIN,
+					SPM_INTERVAL_MAX, SPM_INTERVAL_STEP);
+				return EXIT_USAGE;
+			}
+			/* 0 would mean "default" to the planner; a user who typed 0 meant 0. */
+			o->interval = n ? (uint32_t)n : 1;
+			break;
+		}
+		case O_PER_SE: o->per_se = true; break;
+		case O_PER_INSTANCE: o->per_instance = true; break;
 		default:
 			fputs(cmd_record_usage, stderr);
 			return EXIT_USAGE;
@@ -154,311 +194,32 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		fprintf(stderr, "spmtap record: unexpected argument '%s'\n", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (!o->raw) {
-		fprintf(stderr, "spmtap record: only --raw output exists so far; add --raw\n");
-		return EXIT_USAGE;
-	}
-	if (!o->out) {
-		fprintf(stderr, "spmtap record: -o FILE is required\n");
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
-}
-
-static int append_json(struct rawfile_writer *w, uint16_t type, json_t *j, char *err, size_t errlen)
-{
-	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(j);
-	if (!s)
-		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
-	int rc = rawfile_append(w, type, 0, 0, 0, now_ns(CLOCK_BOOTTIME), s, (uint32_t)strlen(s), err,
-				errlen);
-	free(s);
-	return rc;
-}
-
-static json_t *meta_json(const struct spm_device *d, const char *backend, enum spm_gen gen,
-			 const struct rec_opts *o, uint32_t size, uint32_t nbuf)
-{
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	const char *emu = getenv("SPMTAP_EMU_ACTIVE");
-	return json_pack(
-		"{s:s, s:{s:i, s:i, s:i, s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i}, s:s, s:s,"
-		" s:{s:s, s:f, s:i, s:i, s:s}, s:s, s:b}",
-		"spmtap_version", spmtap_version_string(),
-		"device",
-		"index", (json_int_t)d->index, "gpu_id", (json_int_t)d->gpu_id, "node", (json_int_t)d->node,
-		"gfx", d->gfx, "gfx_target_version", (json_int_t)d->gfx_target_version, "name", d->name,
-		"marketing_name", d->marketing_name, "num_xcc", (json_int_t)d->num_xcc,
-		"num_se", (json_int_t)d->num_se, "cu_count", (json_int_t)d->cu_count,
-		"device_id", (json_int_t)d->device_id, "location_id", (json_int_t)d->location_id,
-		"render_minor", (json_int_t)d->drm_render_minor,
-		"backend", backend, "spm_gen", spm_gen_name(gen),
-		"options", "device", o->device, "duration_s", o->duration,
-		"buffer_size", (json_int_t)size, "buffers", (json_int_t)nbuf,
-		"spm_gen", o->gen == SPM_GEN_UNKNOWN ? "auto" : spm_gen_name(o->gen),
-		"hostname", host, "emulated", emu && *emu);
-}
-
-static json_t *pattern_json(const struct dec_pat_stats *p)
-{
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
-			 "good_lines", (json_int_t)p->good_lines, "lost_lines", (json_int_t)p->lost_lines,
-			 "lost_bytes", (json_int_t)p->lost_bytes, "dup_lines", (json_int_t)p->dup_lines,
-			 "corrupt_lines", (json_int_t)p->corrupt_lines,
-			 "ts_backwards", (json_int_t)p->ts_backwards,
-			 "dropped_partial_bytes", (json_int_t)p->dropped_partial,
-			 "next_seq", (json_int_t)p->next_seq, "bytes_checked", (json_int_t)p->bytes_fed,
-			 "trailing_partial_bytes", (int)p->carry);
-}
-
-static json_t *end_json(const struct rec_totals *t, const struct feeder_stats *fs,
-			const struct dec_pat *pat, uint32_t nregions, double secs)
-{
-	json_t *x = json_array();
-	uint64_t bytes = 0;
-	for (uint32_t k = 0; k < nregions; k++) {
-		bytes += t->bytes[k];
-		json_array_append_new(
-			x, json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "xcc", (int)k, "bytes",
-				     (json_int_t)t->bytes[k], "regions", (json_int_t)t->regions[k],
-				     "loss_regions", (json_int_t)t->loss_regions[k], "bad_regions",
-				     (json_int_t)t->bad_regions[k], "pattern",
-				     pattern_json(dec_pat_stats(pat, k))));
-	}
-	struct dec_pat_stats tot;
-	dec_pat_total(pat, &tot);
-	return json_pack(
-		"{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:b, s:b, s:b, s:I, s:o, s:s?, s:s?,"
-		" s:s?, s:f}",
-		"duration_s", secs, "buffers", (json_int_t)t->buffers, "bytes", (json_int_t)bytes,
-		"loss_buffers", (json_int_t)fs->loss_buffers, "bad_buffers", (json_int_t)fs->bad_buffers,
-		"polls", (json_int_t)fs->polls, "overrun_polls", (json_int_t)fs->overrun_polls,
-		"rotations", (json_int_t)fs->rotations, "drain_calls", (int)fs->drain_calls,
-		"drain_capped", fs->drain_capped, "stall_injected", fs->stalled,
-		"pattern_detected", dec_pat_detected(pat), "pattern_lost_bytes",
-		(json_int_t)tot.lost_bytes, "xcc", x,
-		"stopped_by", stop_signal ? strsignal(stop_signal) : NULL,
-		"feeder_error", fs->error ? fs->errmsg : NULL,
-		"write_error", t->write_error ? t->write_msg : NULL,
-		"feeder_cpu_s", (double)fs->cpu_ns / 1e9);
-}
-
-/* One retired buffer: a record per region (with loss, even if empty), the checker fed. */
-static void consume(struct feeder *f, struct feeder_buf *b, struct rawfile_writer *w,
-		    struct dec_pat *pat, struct rec_totals *t)
-{
-	struct dec_part parts[DEC_MAX_XCC];
-	int n = feeder_split(f, b, parts, DEC_MAX_XCC);
-	t->buffers++;
-	for (int i = 0; i < n; i++) {
-		const struct dec_part *p = &parts[i];
-		const unsigned char *data = (const unsigned char *)b->data + p->offset;
-		uint32_t flags = (p->loss ? RAWFILE_F_LOSS : 0) | (p->bad ? RAWFILE_F_BAD : 0);
-		t->regions[p->xcc]++;
-		t->loss_regions[p->xcc] += p->loss;
-		t->bad_regions[p->xcc] += p->bad;
-		t->bytes[p->xcc] += p->bytes;
-		dec_pat_feed(pat, p->xcc, data, p->bytes);
-		if ((p->bytes || flags) && !t->write_error) {
-			int rc = rawfile_append(w, RAWFILE_SPM, (uint16_t)p->xcc, flags, b->seq, b->host_ns,
-						data, p->bytes, t->write_msg, sizeof(t->write_msg));
-			if (rc < 0)
-				t->write_error = rc;
+	if (!o->spm_names) {
+		if (o->interval || o->per_se || o->per_instance) {
+			fprintf(stderr, "spmtap record: --interval, --per-se and --per-instance need "
+					"--spm NAMES\n");
+			return EXIT_USAGE;
+		}
+		if (!o->raw) {
+			fprintf(stderr, "spmtap record: say what to record: --spm NAMES for counters "
+					"(see `spmtap list --counters`), or --raw -o FILE for the raw stream\n");
+			return EXIT_USAGE;
 		}
 	}
-}
-
-static void print_summary(const struct rec_opts *o, const struct rec_totals *t,
-			  const struct feeder_stats *fs, const struct dec_pat *pat, uint32_t nregions,
-			  double secs)
-{
-	uint64_t bytes = 0;
-	for (uint32_t k = 0; k < nregions; k++)
-		bytes += t->bytes[k];
-	fprintf(stderr,
-		"spmtap record: %.2f s, %" PRIu64 " bytes (%.1f MB/s), %" PRIu64
-		" buffers, %u XCC region(s) -> %s\n",
-		secs, bytes, secs > 0 ? (double)bytes / secs / 1e6 : 0.0, t->buffers, nregions, o->out);
-	if (stop_signal)
-		fprintf(stderr, "spmtap record: stopped by %s; data drained and file closed\n",
-			strsignal(stop_signal));
-	if (fs->overrun_polls)
-		fprintf(stderr, "spmtap record: %" PRIu64 " of %" PRIu64
-			" polls found no free buffer (consumer overrun): the kernel kept filling the armed buffer\n",
-			fs->overrun_polls, fs->polls);
-	/* Normal while the sampler runs until RELEASE; the end record keeps it. */
-	if (fs->drain_capped)
-		pr_info("record", "the stop drain ended after %u calls with data still arriving",
-			fs->drain_calls);
-	if (fs->loss_buffers || fs->bad_buffers)
-		fprintf(stderr, "spmtap record: WARNING: DATA LOSS: %" PRIu64 " of %" PRIu64
-			" buffers flagged loss by the kernel, %" PRIu64 " with untrusted framing\n",
-			fs->loss_buffers, t->buffers, fs->bad_buffers);
-	if (!dec_pat_detected(pat))
-		return;
-	struct dec_pat_stats s;
-	dec_pat_total(pat, &s);
-	if (s.lost_bytes)
-		fprintf(stderr, "spmtap record: WARNING: DATA LOSS: the test pattern is missing %" PRIu64
-			" lines = %" PRIu64 " bytes\n", s.lost_lines, s.lost_bytes);
-	/* Sequence numbers say how much was produced up to the last line seen. */
-	bool ok = true;
-	for (uint32_t k = 0; k < nregions; k++) {
-		const struct dec_pat_stats *x = dec_pat_stats(pat, k);
-		uint64_t seen = x->bytes_fed + x->lost_bytes - x->carry;
-		if (x->dup_lines || x->corrupt_lines || seen != x->next_seq * DEC_PAT_LINE)
-			ok = false;
-		fprintf(stderr, "spmtap record:   xcc %u: recorded %" PRIu64 " + lost %" PRIu64
-			" = %" PRIu64 " bytes; produced through seq %" PRIu64 ": %" PRIu64
-			"%s%s\n", k, x->bytes_fed, x->lost_bytes, x->bytes_fed + x->lost_bytes,
-			x->next_seq ? x->next_seq - 1 : 0, x->next_seq * DEC_PAT_LINE,
-			x->dup_lines ? " [duplicates]" : "", x->corrupt_lines ? " [corrupt lines]" : "");
+	if (o->raw && !o->out) {
+		fprintf(stderr, "spmtap record: --raw needs -o FILE\n");
+		return EXIT_USAGE;
 	}
-	fprintf(stderr, "spmtap record: test pattern %s: recorded + lost %s produced\n",
-		ok ? "consistent" : "INCONSISTENT", ok ? "=" : "!=");
+	return o->spm_names ? split_names(o) : EXIT_OK;
 }
 
 int cmd_record(int argc, char **argv)
 {
-	struct rec_opts o;
+	struct rec_opts o = { .device = "0", .nbuffers = FEEDER_DEFAULT_BUFFERS,
+			      .buffer_size = FEEDER_DEFAULT_SIZE };
 	int st = parse_opts(argc, argv, &o);
-	if (st != EXIT_OK)
-		return st;
-
-	char err[SPM_ERRLEN + 128] = "", note[256];
-	struct cli_target t;
-	st = cli_target_devices(&t, "record");
-	if (st != EXIT_OK)
-		return st;
-	int idx = spm_device_lookup(t.devs, t.ndev, o.device, err, sizeof(err));
-	if (idx < 0) {
-		fprintf(stderr, "spmtap record: %s\n", err);
-		cli_target_free(&t);
-		return t.ndev ? EXIT_USAGE : EXIT_FAIL;
-	}
-	t.dev = &t.devs[idx];
-	spm_device_marketing_name(&t.devs[idx]);
-	st = cli_target_backend(&t, "record", o.backend);
-	if (st != EXIT_OK) {
-		cli_target_free(&t);
-		return st;
-	}
-
-	struct spm_backend *b = NULL;
-	struct spm_stream *s = NULL;
-	struct rawfile_writer *w = NULL;
-	struct feeder *f = NULL;
-	int rc = t.ops->open(&b, t.devs, t.ndev, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "spmtap record: %s\n", err[0] ? err : spmtap_strerror(rc));
-		cli_target_free(&t);
-		return EXIT_FAIL;
-	}
-	struct spm_stream_opts so = { .gen_override = o.gen };
-	rc = spm_stream_open(&s, t.ops, b, t.dev, &so, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "spmtap record: %s\n", err[0] ? err : spmtap_strerror(rc));
-		t.ops->close(b);
-		cli_target_free(&t);
-		return rc == -EBUSY ? EXIT_BUSY : EXIT_FAIL;
-	}
-	enum spm_gen gen = spm_stream_gen(s);
-	uint32_t size = feeder_round_size(o.buffer_size, t.dev->num_xcc, note, sizeof(note));
-	if (note[0] && o.size_given)
-		fprintf(stderr, "spmtap record: %s\n", note);
-	uint32_t nregions = gen == SPM_GEN_B ? t.dev->num_xcc : 1;
-
-	struct rawfile_header h = {
-		.gpu_id = t.dev->gpu_id, .node = t.dev->node,
-		.gfx_target_version = t.dev->gfx_target_version, .num_xcc = t.dev->num_xcc,
-		.num_se = t.dev->num_se, .gen = gen == SPM_GEN_B ? RAWFILE_GEN_B : RAWFILE_GEN_A,
-		.buffer_size = size, .nbuffers = o.nbuffers,
-		.start_boottime_ns = now_ns(CLOCK_BOOTTIME),
-	};
-	snprintf(h.backend, sizeof(h.backend), "%.8s", t.ops->name);
-	rc = rawfile_create(&w, o.out, &h, err, sizeof(err));
-	if (rc == 0)
-		rc = append_json(w, RAWFILE_META, meta_json(t.dev, t.ops->name, gen, &o, size, o.nbuffers),
-				 err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "spmtap record: %s\n", err);
-		rawfile_finish(w, NULL, 0);
-		spm_stream_close(s);
-		t.ops->close(b);
-		cli_target_free(&t);
-		return EXIT_FAIL;
-	}
-
-	struct dec_pat pat;
-	dec_pat_init(&pat, nregions, t.dev->gpu_id);
-	struct rec_totals tot = { 0 };
-
-	/* Only this thread takes the stop signals: the feeder inherits them blocked. */
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	struct feeder_opts fo = { .nbuffers = o.nbuffers, .buffer_size = size };
-	rc = feeder_start(&f, s, t.dev, &fo, err, sizeof(err));
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc < 0) {
-		fprintf(stderr, "spmtap record: %s\n", err);
-		rawfile_finish(w, NULL, 0);
-		spm_stream_close(s);
-		t.ops->close(b);
-		cli_target_free(&t);
-		return EXIT_FAIL;
-	}
-
-	uint64_t start = now_ns(CLOCK_MONOTONIC);
-	uint64_t deadline = o.duration > 0 ? start + (uint64_t)(o.duration * 1e9) : UINT64_MAX;
-	bool stopping = false;
-	for (;;) {
-		if (!stopping && (stop_signal || tot.write_error || now_ns(CLOCK_MONOTONIC) >= deadline)) {
-			feeder_request_stop(f);
-			stopping = true;
-		}
-		struct feeder_buf *fb;
-		int r = feeder_next(f, &fb, 20);
-		if (r == -EAGAIN)
-			continue;
-		if (r < 0)
-			break;
-		consume(f, fb, w, &pat, &tot);
-		feeder_put(f, fb);
-	}
-	double secs = (double)(now_ns(CLOCK_MONOTONIC) - start) / 1e9;
-	struct feeder_stats fs;
-	int ferr = feeder_finish(f, &fs); /* also released SPM */
-	t.ops->close(b);
-
-	if (!tot.write_error) {
-		rc = append_json(w, RAWFILE_END, end_json(&tot, &fs, &pat, nregions, secs), tot.write_msg,
-				 sizeof(tot.write_msg));
-		if (rc < 0)
-			tot.write_error = rc;
-	}
-	rc = rawfile_finish(w, tot.write_error ? NULL : tot.write_msg, sizeof(tot.write_msg));
-	if (rc < 0 && !tot.write_error)
-		tot.write_error = rc;
-
-	print_summary(&o, &tot, &fs, &pat, nregions, secs);
-	st = EXIT_OK;
-	if (ferr) {
-		fprintf(stderr, "spmtap record: %s\n", fs.errmsg);
-		st = EXIT_FAIL;
-	}
-	if (tot.write_error) {
-		fprintf(stderr, "spmtap record: %s\n", tot.write_msg);
-		st = EXIT_FAIL;
-	}
-	cli_target_free(&t);
+	if (st == EXIT_OK)
+		st = o.spm_names ? record_spm(&o) : record_raw(&o);
+	free(o.spm_names);
 	return st;
 }

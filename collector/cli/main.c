@@ -23,9 +23,12 @@ static const char version_usage[] = "usage: spmtap version\n\nPrint spmtap's ver
 static const struct cli_cmd commands[] = {
 	{ "list", cmd_list, "List GPUs and SPM backends (and, with --probe, the SPM generation)",
 	  cmd_list_usage },
-	{ "record", cmd_record, "Record SPM data to a file", cmd_record_usage },
+	{ "record", cmd_record, "Record SPM counters (CSV) or the raw stream to a file",
+	  cmd_record_usage },
+	{ "plan", cmd_plan, "Show how counters would be programmed, the layout and the PM4",
+	  cmd_plan_usage },
 	/* usage NULL: the command prints its own help for --help */
-	{ "decode", cmd_decode, "Decode one XCC's raw sample stream to CSV", NULL },
+	{ "decode", cmd_decode, "Decode a raw container or one XCC's raw stream to CSV", NULL },
 	{ "help", cmd_help, "Show help for spmtap or one command", help_usage },
 	{ "version", cmd_version, "Print the version", version_usage },
 	{ NULL, NULL, NULL, NULL },

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spmtap plan: what `record --spm` would program, without touching SPM: the
+ * slot plan, the sample size and data rate, the layout descriptor and, on
+ * request, the start/stop PM4 programs disassembled.  For users who want to
+ * check a counter set before a run, or reuse the programming elsewhere.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/cli/cli.h"
+#include "collector/cli/record.h"
+#include "spm/pm4.h"
+
+const char cmd_plan_usage[] =
+	"usage: spmtap plan --spm NAMES [--interval CYCLES] [--gfx gfx942|gfx90a | --device D]\n"
+	"                   [--layout-out L.json] [--pm4]\n"
+	"\n"
+	"Plan counters as `spmtap record --spm` would, and show the result: every\n"
+	"streamed value with its segment and slot, the line counts G and S, the\n"
+	"sample size and the data rate at the target's assumed peak SCLK.\n"
+	"\n"
+	"  --spm NAMES         counters, comma-separated (repeatable)\n"
+	"  --interval CYCLES   sample interval in SCLK cycles (default 32768, as record)\n"
+	"  --gfx TARGET        plan for a gfx target without a GPU (geometry of a\n"
+	"                      representative part: gfx942 MI300X, gfx90a MI210)\n"
+	"  --device D          plan for this GPU's geometry (default: GPU 0, or --gfx)\n"
+	"  --layout-out FILE   write the layout descriptor (spmtap-layout v1)\n"
+	"  --pm4               print the start and stop PM4 programs, disassembled\n"
+	"\n"
+	"Exit status: 0 planned; 1 no GPU to plan for or an output error; 64 bad\n"
+	"command line or a counter request the planner refuses.\n";
+
+static void print_plan(const struct spm_plan *p, const char *target, double ghz)
+{
+	printf("target     %s (%u SE per XCC, %u CUs per SE, %u XCC)\n", target, p->geo.num_se,
+	       p->geo.cus_per_se, p->geo.num_xcc);
+	printf("interval   %u SCLK cycles", p->interval);
+	if (p->interval != p->interval_requested)
+		printf(" (requested %u, rounded to a multiple of %u)", p->interval_requested,
+		       SPM_INTERVAL_STEP);
+	double period_us = p->interval / (ghz * 1e3);
+	double mbs = p->sample_bytes / period_us; /* bytes per us = MB/s */
+	printf("\nlines      G=%u global, S=%u per SE -> %u bytes per sample per XCC\n",
+	       p->global_lines, p->se_lines, p->sample_bytes);
+	printf("rate       at %.1f GHz SCLK (assumed): %.2f us per sample, %.1f MB/s per XCC, "
+	       "%.1f MB/s for %u XCC\n", ghz, period_us, mbs, mbs * p->geo.num_xcc, p->geo.num_xcc);
+	printf("registers  RLC_SPM_PERFMON_CNTL=0x%08x SEGMENT_SIZE=0x%08x", p->perfmon_cntl,
+	       p->segment_size);
+	if (p->has_core1)
+		printf(" SEGMENT_SIZE_CORE1=0x%08x", p->segment_size_core1);
+	printf("\n\n  %-24s %-5s %-6s %5s %7s %7s %8s\n", "counter", "block", "seg", "event",
+	       "slot", "hi_slot", "muxsel");
+	for (size_t i = 0; i < p->ncounters; i++) {
+		const struct spm_plan_counter *c = &p->counters[i];
+		char hi[16] = "-";
+		if (c->hi_slot >= 0)
+			snprintf(hi, sizeof(hi), "%d", c->hi_slot);
+		printf("  %-24s %-5s %-6s %5u %7u %7s   0x%04x\n", c->name,
+		       spm_block_info(c->block)->name, spm_segment_name(c->segment), c->event, c->slot,
+		       hi, c->muxsel);
+	}
+}
+
+static int print_pm4(const struct spm_plan *p)
+{
+	struct spm_pm4 start, stop;
+	spm_pm4_init(&start);
+	spm_pm4_init(&stop);
+	int rc = spm_pm4_build_start(p, &start);
+	if (!rc)
+		rc = spm_pm4_build_stop(p, &stop);
+	char *a = rc ? NULL : spm_pm4_disasm(start.dw, start.n);
+	char *b = rc ? NULL : spm_pm4_disasm(stop.dw, stop.n);
+	if (a && b)
+		printf("\nstart program (%zu dwords):\n%s\nstop program (%zu dwords):\n%s", start.n, a,
+		       stop.n, b);
+	else
+		fprintf(stderr, "spmtap plan: cannot encode the PM4 programs: %s\n",
+			spmtap_strerror(rc ? rc : -ENOMEM));
+	free(a);
+	free(b);
+	spm_pm4_fini(&start);
+	spm_pm4_fini(&stop);
+	return a && b ? EXIT_OK : EXIT_FAIL;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	enum { O_SPM = 256, O_INTERVAL, O_GFX, O_DEVICE, O_LAYOUT, O_PM4 };
+	static const struct option opts[] = {
+		{ "spm", required_argument, NULL, O_SPM },
+		{ "interval", required_argument, NULL, O_INTERVAL },
+		{ "gfx", required_argument, NULL, O_GFX },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "layout-out", required_argument, NULL, O_LAYOUT },
+		{ "pm4", no_argument, NULL, O_PM4 },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *gfx = NULL, *device = NULL, *layout_out = NULL;
+	bool pm4 = false;
+	uint32_t interval = REC_INTERVAL_DEFAULT;
+	char *names = NULL;
+	int c, st = EXIT_OK;
+	optind = 1;
+	while (st == EXIT_OK && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case O_SPM: {
+			size_t old = names ? strlen(names) : 0;
+			char *s = realloc(names, old + strlen(optarg) + 2);
+			if (!s) {
+				st = EXIT_FAIL;
+				break;
+			}
+			if (old)
+				s[old++] = ',';
+			strcpy(s + old, optarg);
+			names = s;
+			break;
+		}
+		case O_INTERVAL: {
+			errno = 0;
+			unsigned long n = strtoul(optarg, &end, 0);
+			if (end == optarg || *end || errno || optarg[0] == '-' || n > UINT32_MAX) {
+				fprintf(stderr, "spmtap plan: --interval %s: expected SCLK cycles\n", optarg);
+				st = EXIT_USAGE;
+			}
+			interval = n ? (uint32_t)n : 1;
+			break;
+		}
+		case O_GFX: gfx = optarg; break;
+		case O_DEVICE: device = optarg; break;
+		case O_LAYOUT: layout_out = optarg; break;
+		case O_PM4: pm4 = true; break;
+		default:
+			fputs(cmd_plan_usage, stderr);
+			st = EXIT_USAGE;
+		}
+	}
+	if (st == EXIT_OK && optind < argc) {
+		fprintf(stderr, "spmtap plan: unexpected argument '%s'\n", argv[optind]);
+		st = EXIT_USAGE;
+	}
+	if (st == EXIT_OK && !names) {
+		fprintf(stderr, "spmtap plan: --spm NAMES is required (see `spmtap list --counters`)\n");
+		st = EXIT_USAGE;
+	}
+	if (st == EXIT_OK && gfx && device) {
+		fprintf(stderr, "spmtap plan: give --gfx or --device, not both\n");
+		st = EXIT_USAGE;
+	}
+	const char *list[REC_MAX_COUNTERS];
+	size_t n = 0;
+	for (char *save = NULL, *tok = st == EXIT_OK ? strtok_r(names, ",", &save) : NULL; tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (*tok && n < REC_MAX_COUNTERS)
+			list[n++] = tok;
+	}
+	if (st == EXIT_OK && !n) {
+		fprintf(stderr, "spmtap plan: --spm needs at least one counter name\n");
+		st = EXIT_USAGE;
+	}
+
+	struct cli_target t = { 0 };
+	struct spm_geometry geo;
+	enum spm_gfx family = SPM_GFX_NONE;
+	char target[256] = "";
+	const char *gfx_name = gfx;
+	if (st == EXIT_OK && gfx) {
+		const char *part;
+		st = cli_gfx_geometry("plan", gfx, &geo, &family, &part);
+		snprintf(target, sizeof(target), "%s, geometry of %s", gfx, part);
+	} else if (st == EXIT_OK) {
+		char err[SPM_ERRLEN];
+		st = cli_target_devices(&t, "plan");
+		int idx = st == EXIT_OK ? spm_device_lookup(t.devs, t.ndev, device ? device : "0", err,
+							     sizeof(err))
+					: 0;
+		if (st == EXIT_OK && idx < 0) {
+			fprintf(stderr, "spmtap plan: %s%s\n", err,
+				t.ndev ? "" : "; plan for a target without a GPU with --gfx gfx942 or --gfx gfx90a");
+			st = t.ndev ? EXIT_USAGE : EXIT_FAIL;
+		}
+		if (st == EXIT_OK) {
+			const struct spm_device *d = &t.devs[idx];
+			if (spm_geometry_from_device(d, &geo, &family, err, sizeof(err)) < 0) {
+				fprintf(stderr, "spmtap plan: %s\n", err);
+				st = EXIT_FAIL;
+			}
+			char label[128];
+			snprintf(target, sizeof(target), "%s", spm_device_label(d, label, sizeof(label)));
+			gfx_name = d->gfx;
+		}
+	}
+	struct spm_plan *p = NULL;
+	if (st == EXIT_OK)
+		st = cli_make_plan("plan", gfx_name, &geo, list, n, interval, &p);
+	if (st == EXIT_OK) {
+		print_plan(p, target, cli_sclk_ghz(family));
+		if (layout_out) {
+			char *text = spm_plan_layout_dumps(p);
+			FILE *f = text ? fopen(layout_out, "we") : NULL;
+			if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0 || fclose(f)) {
+				fprintf(stderr, "spmtap plan: %s: %s\n", layout_out, strerror(errno));
+				st = EXIT_FAIL;
+			} else {
+				printf("\nlayout descriptor written to %s\n", layout_out);
+			}
+			free(text);
+		}
+		if (st == EXIT_OK && pm4)
+			st = print_pm4(p);
+	}
+	spm_plan_free(p);
+	cli_target_free(&t);
+	free(names);
+	return st;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The consumer of the feeder: retired buffers -> per-XCC parts -> decoder
+ * -> aggregation -> a sink (a writer).  During `spmtap record` it runs on its
+ * own thread; `spmtap decode` drives the same object inline from a raw
+ * container, so a recording and its offline re-decode go through one code
+ * path and give the same rows.  A later writer thread plugs in as the sink.
+ *
+ * What a kernel loss flag means for the bytes is the caller's to say
+ * (dthr_opts.loss), because it differs between kernels:
+ *  - DTHR_LOSS_RESYNC: whole lines were discarded somewhere around the
+ *    flagged part (gen A discards the ring when the buffer is full, so the
+ *    gap follows the flagged data), possibly mid-sample.  The flagged part
+ *    and the next part of that XCC are fed with loss_before, so the decoder
+ *    drops the carried partial sample and searches the alignment on both
+ *    sides.
+ *  - DTHR_LOSS_ALIGNED: the flag does not cut the byte stream (gen B flags
+ *    a region that was full while the ring kept the data, and its RLC
+ *    stalls for whole samples), so parts are fed as they are.
+ * Either way the samples lost show up as timestamp gaps, which is what is
+ * counted (SPM.md 5.8); the flags are counted per part.
+ *
+ * Every XCC's stream may begin anywhere in a sample (a recording starts at
+ * a flush, not at a sample boundary), so its first bytes are always fed
+ * with loss_before: the decoder searches the alignment, and what it skips
+ * there is reported as `skipped_start`, not as loss.
+ */
+#ifndef SPMTAP_COLLECTOR_DECODE_THREAD_H
+#define SPMTAP_COLLECTOR_DECODE_THREAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/lib/feeder.h"
+#include "decoder/decode.h"
+#include "decoder/layout.h"
+
+struct dthr;
+
+/* Called for each part before it is decoded (the raw container's writer). */
+typedef int (*dthr_part_fn)(void *user, const struct feeder_buf *b, const struct dec_part *p,
+			    const void *data);
+
+enum dthr_loss { DTHR_LOSS_RESYNC = 0, DTHR_LOSS_ALIGNED = 1 };
+
+struct dthr_opts {
+	const struct dec_layout *layout;
+	enum dthr_loss loss;          /* what a kernel loss flag means (above) */
+	uint32_t nstreams;            /* XCC streams: num_xcc for gen B, 1 for gen A */
+	bool per_se;                  /* decoder: one column per SE */
+	bool per_instance;            /* aggregation off */
+	const char *const *requests;  /* the user's counter names (aggregate.h); NULL: sum all */
+	size_t nreq;
+	dec_sink_fn sink;             /* NULL: decode and count only */
+	void *sink_user;
+	dthr_part_fn part;            /* optional */
+	void *part_user;
+	bool skip_first;              /* thread use: drop the first retired buffer (prime.h) */
+};
+
+/*
+ * Per XCC stream, for summaries and end records.  `lost_samples` is this
+ * module's count, not dec_stats.lost_samples_est: across each chunk boundary
+ * the timestamp delta is divided by the mean sample period of the chunk
+ * before (a fraction of a tick, where the decoder's integer median would
+ * drift by one sample per few hundred lost), so a long stall is counted
+ * exactly.
+ */
+struct dthr_xcc {
+	struct dec_stats dec;
+	uint64_t lost_samples;
+	uint64_t skipped_start;       /* bytes before the first sample: not loss */
+	uint64_t resyncs;             /* alignment searches after the start's */
+	uint64_t parts;
+	uint64_t loss_parts;          /* parts the kernel flagged */
+	uint64_t bad_parts;           /* parts whose framing could not be trusted */
+};
+
+int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t errlen);
+/* The output columns (after aggregation): what a writer's header needs. */
+uint32_t dthr_ncols(const struct dthr *t);
+const struct dec_column *dthr_columns(const struct dthr *t);
+
+/* Inline use: one part of one XCC's stream.  0 or the first error (sticky). */
+int dthr_feed(struct dthr *t, uint32_t xcc, const void *bytes, size_t len, bool loss, bool bad);
+
+/*
+ * Thread use: consume f until it has stopped and every buffer was taken.
+ * Signals should be blocked by the caller around this call (the thread
+ * inherits the mask).
+ */
+int dthr_start(struct dthr *t, struct feeder *f, char *err, size_t errlen);
+/* Set once the sink or a part callback failed; the thread keeps draining the feeder. */
+bool dthr_failed(const struct dthr *t);
+/* Wait for the thread (if started), flush the decoder; 0 or the first error. */
+int dthr_finish(struct dthr *t);
+/* The first error as a sentence, or "". */
+const char *dthr_error(const struct dthr *t);
+
+int dthr_stats(const struct dthr *t, uint32_t xcc, struct dthr_xcc *out);
+uint32_t dthr_sample_bytes(const struct dthr *t);
+void dthr_close(struct dthr *t);
+
+#endif

@@ -1,0 +1,1066 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Counter recording end to end against the emulator's per-sample ground
+ * truth ($SPMTAP_EMU_SAMPLE_TRUTH): planner -> PM4 -> emulated CP/RLC ->
+ * KFD stream -> feeder -> decoder -> aggregation -> CSV must reproduce the
+ * values the emulated RLC produced, exactly, for random counter sets,
+ * intervals, workloads, both kernel generations and several geometries.
+ * The CLI cases check what users see: errors, signals, loss, re-decoding.
+ *
+ * SPMTAP_TEST_SEED=N repeats a property run; SPMTAP_PROPERTY_CASES=N sets
+ * how many cases it draws (default 48).
+ */
+#include <CUnit/CUnit.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector/lib/decode_thread.h"
+#include "collector/lib/feeder.h"
+#include "collector/lib/prime.h"
+#include "collector/lib/write_csv.h"
+#include "decoder/layout.h"
+#include "lib/testenv.h"
+#include "spm/catalog.h"
+#include "spm/plan.h"
+#include "spm/pm4.h"
+#include "spm/spm.h"
+#include "spm/submit.h"
+
+static char dir[] = "/tmp/spmtap-test-recspm-XXXXXX";
+static char spmtap[4096];
+
+static const char *path(const char *name)
+{
+	static char p[8][1024];
+	static unsigned i;
+	char *r = p[i++ % 8];
+	snprintf(r, sizeof(p[0]), "%s/%s", dir, name);
+	return r;
+}
+
+/* ---- the emulator's sample truth ------------------------------------------ */
+
+#define ST_MAGIC 0x52545053u
+
+struct st_slot {
+	int se;
+	char block[8];
+	unsigned instance, event, width;
+	bool value; /* "16" or "lo": carries the counter's value; "hi" repeats it */
+	bool clamp;
+};
+
+struct st_layout {
+	uint32_t pid, id, gpu_id, xcc, nvals;
+	struct st_slot *slots;
+};
+
+struct st_sample {
+	uint32_t xcc, flags, layout; /* index into layouts */
+	uint64_t seq, ticks;
+	uint64_t *vals;
+};
+
+struct truth {
+	struct st_layout *lay;
+	size_t nlay;
+	struct st_sample *s;
+	size_t n, cap;
+	uint64_t *pool; /* values of all samples */
+	size_t npool, poolcap;
+};
+
+static void truth_free(struct truth *t)
+{
+	for (size_t i = 0; i < t->nlay; i++)
+		free(t->lay[i].slots);
+	free(t->lay);
+	free(t->s);
+	free(t->pool);
+	memset(t, 0, sizeof(*t));
+}
+
+static bool parse_layout_line(struct truth *t, const char *line)
+{
+	json_t *j = json_loads(line, 0, NULL);
+	if (!j)
+		return false;
+	struct st_layout L = { 0 };
+	L.pid = (uint32_t)json_integer_value(json_object_get(j, "pid"));
+	L.id = (uint32_t)json_integer_value(json_object_get(j, "layout_id"));
+	L.gpu_id = (uint32_t)json_integer_value(json_object_get(j, "gpu_id"));
+	L.xcc = (uint32_t)json_integer_value(json_object_get(j, "xcc"));
+	L.nvals = (uint32_t)json_integer_value(json_object_get(j, "nvals"));
+	json_t *slots = json_object_get(j, "slots");
+	L.slots = calloc(json_array_size(slots) + 1, sizeof(*L.slots));
+	for (size_t i = 0; i < json_array_size(slots); i++) {
+		json_t *e = json_array_get(slots, i);
+		struct st_slot *s = &L.slots[i];
+		s->se = (int)json_integer_value(json_object_get(e, "se"));
+		snprintf(s->block, sizeof(s->block), "%s", json_string_value(json_object_get(e, "block")));
+		s->instance = (unsigned)json_integer_value(json_object_get(e, "instance"));
+		s->event = (unsigned)json_integer_value(json_object_get(e, "event"));
+		s->width = (unsigned)json_integer_value(json_object_get(e, "width"));
+		const char *part = json_string_value(json_object_get(e, "part"));
+		s->value = part && strcmp(part, "hi") != 0;
+		s->clamp = json_is_true(json_object_get(e, "clamp"));
+	}
+	json_decref(j);
+	t->lay = realloc(t->lay, (t->nlay + 1) * sizeof(*t->lay));
+	t->lay[t->nlay++] = L;
+	return true;
+}
+
+static int find_layout(const struct truth *t, uint32_t pid, uint32_t id)
+{
+	for (size_t i = t->nlay; i-- > 0;)
+		if (t->lay[i].pid == pid && t->lay[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+/* JSON header lines and fixed-size binary records, interleaved. */
+static bool truth_load(const char *file, struct truth *t)
+{
+	memset(t, 0, sizeof(*t));
+	FILE *f = fopen(file, "rb");
+	if (!f)
+		return false;
+	size_t cap = 1 << 20, len = 0;
+	char *line = malloc(cap);
+	for (;;) {
+		int c = fgetc(f);
+		if (c == EOF)
+			break;
+		if (c == '{') {
+			len = 0;
+			line[len++] = (char)c;
+			while ((c = fgetc(f)) != EOF && c != '\n') {
+				if (len + 2 >= cap)
+					line = realloc(line, cap *= 2);
+				line[len++] = (char)c;
+			}
+			line[len] = 0;
+			if (!parse_layout_line(t, line))
+				goto bad;
+			continue;
+		}
+		ungetc(c, f);
+		uint32_t h[6];
+		uint64_t h2[2];
+		if (fread(h, sizeof(h), 1, f) != 1 || fread(h2, sizeof(h2), 1, f) != 1 || h[0] != ST_MAGIC)
+			goto bad;
+		int li = find_layout(t, h[1], h[2]);
+		if (li < 0 || h[5] != t->lay[li].nvals)
+			goto bad;
+		if (t->npool + h[5] > t->poolcap) {
+			t->poolcap = (t->poolcap + h[5]) * 2;
+			t->pool = realloc(t->pool, t->poolcap * sizeof(uint64_t));
+		}
+		if (h[5] && fread(t->pool + t->npool, 8, h[5], f) != h[5])
+			goto bad;
+		if (t->n == t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 4096;
+			t->s = realloc(t->s, t->cap * sizeof(*t->s));
+		}
+		t->s[t->n++] = (struct st_sample){ .xcc = h[3], .flags = h[4], .layout = (uint32_t)li,
+						   .seq = h2[0], .ticks = h2[1],
+						   .vals = (uint64_t *)(uintptr_t)t->npool };
+		t->npool += h[5];
+	}
+	for (size_t i = 0; i < t->n; i++)
+		t->s[i].vals = t->pool + (uintptr_t)t->s[i].vals;
+	free(line);
+	fclose(f);
+	return true;
+bad:
+	free(line);
+	fclose(f);
+	fprintf(stderr, "\n  %s: malformed sample truth\n", file);
+	return false;
+}
+
+/* ---- CSV ---------------------------------------------------------------- */
+
+struct csv {
+	char **names;
+	uint32_t ncols; /* after xcc,timestamp */
+	size_t nrows;
+	uint32_t *xcc;
+	uint64_t *ts;
+	int64_t *v; /* [row * ncols + c]; -1 = empty (saturated) */
+	bool whole; /* every line ends in \n and has the header's field count */
+};
+
+static void csv_free(struct csv *c)
+{
+	for (uint32_t i = 0; i < c->ncols; i++)
+		free(c->names[i]);
+	free(c->names);
+	free(c->xcc);
+	free(c->ts);
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+static bool csv_load(const char *file, struct csv *c)
+{
+	memset(c, 0, sizeof(*c));
+	FILE *f = fopen(file, "r");
+	if (!f)
+		return false;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, f);
+	c->whole = true;
+	if (n <= 0 || strncmp(line, "xcc,timestamp", 13)) {
+		free(line);
+		fclose(f);
+		return false;
+	}
+	line[strcspn(line, "\n")] = 0;
+	for (char *save = NULL, *tok = strtok_r(line + 14, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		c->names = realloc(c->names, (c->ncols + 1) * sizeof(char *));
+		c->names[c->ncols++] = strdup(tok);
+	}
+	size_t rcap = 0;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] != '\n')
+			c->whole = false;
+		if (c->nrows == rcap) {
+			rcap = rcap ? rcap * 2 : 4096;
+			c->xcc = realloc(c->xcc, rcap * sizeof(uint32_t));
+			c->ts = realloc(c->ts, rcap * sizeof(uint64_t));
+			c->v = realloc(c->v, rcap * c->ncols * sizeof(int64_t));
+		}
+		char *p = line;
+		c->xcc[c->nrows] = (uint32_t)strtoul(p, &p, 10);
+		if (*p++ != ',') {
+			c->whole = false;
+			continue;
+		}
+		c->ts[c->nrows] = strtoull(p, &p, 10);
+		uint32_t k = 0;
+		for (; k < c->ncols && *p == ','; k++) {
+			p++;
+			int64_t *cell = &c->v[c->nrows * c->ncols + k];
+			if (*p == ',' || *p == '\n' || !*p)
+				*cell = -1;
+			else
+				*cell = (int64_t)strtoull(p, &p, 10);
+		}
+		if (k != c->ncols || (*p != '\n' && *p))
+			c->whole = false;
+		else
+			c->nrows++;
+	}
+	free(line);
+	fclose(f);
+	return true;
+}
+
+/* ---- expected values ---------------------------------------------------- */
+
+/* What one CSV column sums: a catalog counter, an instance (or all), an SE (or all). */
+struct colspec {
+	char block[8];
+	unsigned event;
+	int instance; /* -1 all */
+	int se;       /* -1 all */
+};
+
+static bool colspec_of(const struct spm_catalog *cat, const char *name, struct colspec *cs)
+{
+	char base[80];
+	snprintf(base, sizeof(base), "%s", name);
+	cs->instance = -1;
+	cs->se = -1;
+	char *br;
+	while ((br = strrchr(base, '[')) != NULL) {
+		if (!strncmp(br, "[se", 3))
+			cs->se = atoi(br + 3);
+		else
+			cs->instance = atoi(br + 1);
+		*br = 0;
+	}
+	const struct spm_counter *c;
+	if (spm_catalog_lookup(cat, base, &c, NULL, 0) < 0)
+		return false;
+	snprintf(cs->block, sizeof(cs->block), "%s", spm_block_info(c->block)->name);
+	cs->event = c->event;
+	return true;
+}
+
+/* -1: saturated. */
+static int64_t expect(const struct truth *t, const struct st_sample *s, const struct colspec *cs,
+		      unsigned *nmatch)
+{
+	const struct st_layout *L = &t->lay[s->layout];
+	uint64_t sum = 0;
+	bool sat = false;
+	*nmatch = 0;
+	for (uint32_t i = 0; i < L->nvals; i++) {
+		const struct st_slot *e = &L->slots[i];
+		if (!e->value || e->event != cs->event || strcmp(e->block, cs->block))
+			continue;
+		if (cs->instance >= 0 && (int)e->instance != cs->instance)
+			continue;
+		if (cs->se >= 0 && e->se != cs->se)
+			continue;
+		uint64_t clamp = e->width == 32 ? 0xFFFFFFFFull : 0xFFFFull;
+		(*nmatch)++;
+		if (e->clamp && s->vals[i] >= clamp)
+			sat = true;
+		sum += s->vals[i];
+	}
+	return sat ? -1 : (int64_t)sum;
+}
+
+static int cmp_key(uint32_t xa, uint64_t ta, uint32_t xb, uint64_t tb)
+{
+	if (xa != xb)
+		return xa < xb ? -1 : 1;
+	return ta < tb ? -1 : ta > tb;
+}
+
+static const struct truth *sort_truth_ctx;
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct st_sample *x = a, *y = b;
+	(void)sort_truth_ctx;
+	return cmp_key(x->xcc, x->ticks, y->xcc, y->ticks);
+}
+
+/*
+ * Truth samples the CSV lacks: `leading` were produced before the first row
+ * of their XCC (between the start program and the first armed buffer,
+ * collector/lib/prime.h), `trailing` after its last row (at most the one
+ * the stop cut); `missing` are inside the recording: lost.
+ */
+struct match {
+	size_t rows, matched, mismatched_cells, unmatched_rows, truth_samples, missing;
+	size_t leading, trailing;
+	uint64_t missing_per_xcc[DEC_MAX_XCC];
+	char first[512];
+};
+
+/*
+ * Every CSV row must be a truth sample (same XCC and timestamp) with equal
+ * values; truth samples of this GPU the CSV lacks are counted per XCC.
+ */
+static void match_csv(const struct csv *c, struct truth *t, uint32_t gpu_id,
+		      const struct spm_catalog *cat, struct match *m)
+{
+	memset(m, 0, sizeof(*m));
+	/* Only this GPU's samples: a truth file may hold other runs' GPUs. */
+	size_t n = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->lay[t->s[i].layout].gpu_id == gpu_id)
+			t->s[n++] = t->s[i];
+	t->n = n;
+	qsort(t->s, t->n, sizeof(*t->s), cmp_sample);
+	m->truth_samples = t->n;
+	struct colspec *cs = calloc(c->ncols + 1, sizeof(*cs));
+	for (uint32_t k = 0; k < c->ncols; k++)
+		if (!colspec_of(cat, c->names[k], &cs[k]) && !m->first[0])
+			snprintf(m->first, sizeof(m->first), "column %s is not a catalog counter", c->names[k]);
+	bool *seen = calloc(t->n + 1, 1);
+	m->rows = c->nrows;
+	for (size_t r = 0; r < c->nrows; r++) {
+		size_t lo = 0, hi = t->n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (cmp_key(t->s[mid].xcc, t->s[mid].ticks, c->xcc[r], c->ts[r]) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == t->n || t->s[lo].xcc != c->xcc[r] || t->s[lo].ticks != c->ts[r]) {
+			if (!m->first[0])
+				snprintf(m->first, sizeof(m->first), "row %zu (xcc %u ts %" PRIu64 ") is no truth sample",
+					 r, c->xcc[r], c->ts[r]);
+			m->unmatched_rows++;
+			continue;
+		}
+		seen[lo] = true;
+		bool ok = true;
+		for (uint32_t k = 0; k < c->ncols; k++) {
+			unsigned nm;
+			int64_t want = expect(t, &t->s[lo], &cs[k], &nm);
+			int64_t got = c->v[r * c->ncols + k];
+			if (want != got || !nm) {
+				ok = false;
+				m->mismatched_cells++;
+				if (!m->first[0])
+					snprintf(m->first, sizeof(m->first),
+						 "row %zu xcc %u ts %" PRIu64 " column %s: csv %" PRId64 ", truth %" PRId64
+						 " (%u slots)", r, c->xcc[r], c->ts[r], c->names[k], got, want, nm);
+			}
+		}
+		m->matched += ok;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		if (seen[i])
+			continue;
+		uint32_t x = t->s[i].xcc;
+		bool before = true, after = true;
+		for (size_t j = i; j-- > 0 && t->s[j].xcc == x;)
+			if (seen[j]) {
+				before = false;
+				break;
+			}
+		for (size_t j = i + 1; j < t->n && t->s[j].xcc == x; j++)
+			if (seen[j]) {
+				after = false;
+				break;
+			}
+		if (before)
+			m->leading++;
+		else if (after)
+			m->trailing++;
+		else {
+			m->missing++;
+			if (x < DEC_MAX_XCC)
+				m->missing_per_xcc[x]++;
+		}
+	}
+	free(seen);
+	free(cs);
+}
+
+/* ---- running the CLI ---------------------------------------------------- */
+
+static const char *need_emulator(void)
+{
+	static char shim[4096];
+	snprintf(shim, sizeof(shim), "%s/libspmtap-emu.so", testenv_build_dir());
+	snprintf(spmtap, sizeof(spmtap), "%s/spmtap", testenv_build_dir());
+	if (access(shim, R_OK))
+		return "build/libspmtap-emu.so not built";
+	if (access(spmtap, X_OK))
+		return "build/spmtap not built";
+	return NULL;
+}
+
+static pid_t spawn(const char *const *args, const char *const *env, const char *errfile)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	unsetenv("SPMTAP_EMU_ACTIVE"); /* let --emulate set up a fresh emulator */
+	unsetenv("LD_PRELOAD");
+	unsetenv("SPMTAP_EMU_SAMPLE_TRUTH");
+	setenv("SPMTAP_EMU_STATE_DIR", path("state"), 1);
+	for (; env && *env; env++)
+		putenv((char *)*env);
+	int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		close(fd);
+	}
+	char *argv[40];
+	int n = 0;
+	argv[n++] = spmtap;
+	for (; *args && n < 39; args++)
+		argv[n++] = (char *)*args;
+	argv[n] = NULL;
+	execv(spmtap, argv);
+	_exit(127);
+}
+
+static int wait_status(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run(const char *const *args, const char *const *env, const char *errfile)
+{
+	return wait_status(spawn(args, env, errfile));
+}
+
+static char *slurp(const char *p)
+{
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return strdup("");
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strdup(buf);
+}
+
+/* gpu_id of the first GPU of a profile (docs/emulator.md: profile number + 1 << 12 | 1). */
+static uint32_t emu_gpu_id(const char *profile)
+{
+	static const char *const order[] = { "mi300a", "mi300x", "mi250x", "mi210" };
+	for (uint32_t i = 0; i < 4; i++)
+		if (!strcmp(order[i], profile))
+			return (i + 1) << 12 | 1;
+	return 0;
+}
+
+static const struct spm_catalog *catalog_of(const char *gfx)
+{
+	enum spm_gfx g;
+	const struct spm_catalog *cat = NULL;
+	if (spm_gfx_parse(gfx, &g, NULL, 0) == 0)
+		spm_catalog_get(g, &cat, NULL, 0);
+	return cat;
+}
+
+/* Record with the CLI and compare the CSV with the truth; returns the match. */
+static void cli_record_check(const char *profile, const char *const *extra, const char *const *env_extra,
+			     const char *tag, struct match *m, char **msg_out, int *status)
+{
+	char csvp[1024], errp[1024], truthp[1024], truth_env[1100];
+	snprintf(csvp, sizeof(csvp), "%s", path(tag));
+	snprintf(errp, sizeof(errp), "%s.err", csvp);
+	snprintf(truthp, sizeof(truthp), "%s.truth", csvp);
+	snprintf(truth_env, sizeof(truth_env), "SPMTAP_EMU_SAMPLE_TRUTH=%s", truthp);
+	unlink(truthp);
+	const char *args[40] = { "--emulate", profile, "record", "-o", csvp };
+	int n = 5;
+	for (; extra && *extra; extra++)
+		args[n++] = *extra;
+	args[n] = NULL;
+	const char *env[10] = { truth_env };
+	int k = 1;
+	for (; env_extra && *env_extra; env_extra++)
+		env[k++] = *env_extra;
+	env[k] = NULL;
+	*status = run(args, env, errp);
+	*msg_out = slurp(errp);
+	memset(m, 0, sizeof(*m));
+	struct csv c;
+	struct truth t;
+	if (*status != 0 || !csv_load(csvp, &c)) {
+		snprintf(m->first, sizeof(m->first), "no CSV (status %d)", *status);
+		return;
+	}
+	if (!truth_load(truthp, &t)) {
+		snprintf(m->first, sizeof(m->first), "no sample truth");
+		csv_free(&c);
+		return;
+	}
+	const char *gfx = !strncmp(profile, "mi300", 5) ? "gfx942" : "gfx90a";
+	match_csv(&c, &t, emu_gpu_id(profile), catalog_of(gfx), m);
+	if (!c.whole)
+		snprintf(m->first, sizeof(m->first), "a CSV line is cut");
+	csv_free(&c);
+	truth_free(&t);
+}
+
+/* (a) The documented example: every row equals the truth, nothing missing. */
+static void test_cli_exact(void)
+{
+	static const char *const args[] = { "--spm", "SQ_WAVES,SQ_CYCLES,TCC_HIT,TA_TA_BUSY", "--duration",
+					    "3", NULL };
+	/* The documented command; the emulated SCLK is lowered (200 MHz) only to keep the
+	 * truth file, one record per sample of all 72 values, at tens of MB. */
+	static const char *const env[] = { "SPMTAP_EMU_SCLK_MHZ=200", NULL };
+	struct match m;
+	char *msg;
+	int st;
+	cli_record_check("mi300a", args, env, "a.csv", &m, &msg, &st);
+	if (st || m.first[0] || m.missing || m.leading > 6 * 200 || m.trailing > 6)
+		fprintf(stderr, "\n  %s\n  %s\n  rows %zu matched %zu truth %zu missing %zu leading %zu "
+			"trailing %zu\n", msg, m.first, m.rows, m.matched, m.truth_samples, m.missing,
+			m.leading, m.trailing);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT(m.rows > 10000);
+	CU_ASSERT_EQUAL(m.matched, m.rows);
+	CU_ASSERT_EQUAL(m.missing, 0);
+	CU_ASSERT(m.leading <= 6 * 200); /* the first feeder period, 10 ms (prime.h), and then some */
+	CU_ASSERT(m.trailing <= 6);
+	CU_ASSERT_PTR_NULL(strstr(msg, "DATA LOSS"));
+	/* the layout descriptor is next to the CSV */
+	struct dec_layout *l = NULL;
+	char err[512];
+	CU_ASSERT_EQUAL(dec_layout_load(path("a.layout.json"), &l, err, sizeof(err)), 0);
+	dec_layout_free(l);
+	free(msg);
+}
+
+/* (c) A stalled feeder with small buffers: the loss reported = the samples missing. */
+static uint64_t reported_lost(const char *msg)
+{
+	const char *p = strstr(msg, "DATA LOSS: ~");
+	return p ? strtoull(p + 12, NULL, 10) : 0;
+}
+
+static void stall_case(const char *profile, const char *size)
+{
+	const char *args[] = { "--spm", "SQ_WAVES,TCC_HIT", "--duration", "1.5", "--buffer-size", size,
+			       NULL };
+	static const char *const env[] = { "SPMTAP_FEEDER_STALL=300:600", NULL };
+	struct match m;
+	char *msg;
+	int st;
+	cli_record_check(profile, args, env, "c.csv", &m, &msg, &st);
+	uint64_t lost = reported_lost(msg);
+	if (st || m.first[0] || lost != m.missing || !m.missing)
+		fprintf(stderr, "\n  %s\n  %s\n  rows %zu matched %zu truth %zu missing %zu reported %" PRIu64 "\n",
+			msg, m.first, m.rows, m.matched, m.truth_samples, m.missing, lost);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT_EQUAL(m.matched, m.rows);
+	CU_ASSERT(m.missing > 0);
+	CU_ASSERT_EQUAL(lost, m.missing);
+	free(msg);
+}
+
+static void test_stall_gen_b(void) { stall_case("mi300a", "256k"); }
+static void test_stall_gen_a(void) { stall_case("mi210", "64k"); }
+
+/* (d) Ctrl-C in the middle: exit 0, a header and only whole lines. */
+static void test_sigint(void)
+{
+	const char *args[] = { "--emulate", "mi300a", "record", "--spm", "SQ_WAVES,TCC_HIT", "-o",
+			       path("d.csv"), NULL };
+	pid_t pid = spawn(args, NULL, path("d.err"));
+	struct stat sb;
+	for (int i = 0; i < 100; i++) {
+		if (stat(path("d.csv"), &sb) == 0 && sb.st_size > 4096)
+			break;
+		usleep(50000);
+	}
+	kill(pid, SIGINT);
+	int st = wait_status(pid);
+	char *msg = slurp(path("d.err"));
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "stopped by"));
+	struct csv c;
+	CU_ASSERT_TRUE_FATAL(csv_load(path("d.csv"), &c));
+	CU_ASSERT_TRUE(c.whole);
+	CU_ASSERT(c.nrows > 0);
+	CU_ASSERT_EQUAL(c.ncols, 2);
+	if (st || !c.whole)
+		fprintf(stderr, "\n%s\n", msg);
+	csv_free(&c);
+	free(msg);
+}
+
+/* (e) What the planner refuses reaches the user as is, with exit 64. */
+static void test_planner_errors(void)
+{
+	static const struct {
+		const char *spm, *interval, *want;
+	} cases[] = {
+		{ "SQ_WAVE", NULL, "did you mean" },
+		{ "GRBM_GUI_ACTIVE", NULL, "SQ_CYCLES" },
+		{ "SQ_WAVES", "8", "32..65504" },
+		{ "SQ_WAVES", "70000", "32..65504" },
+		{ "TCC_HIT[99]", NULL, "instances" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[] = { "--emulate", "mi300a", "record", "--spm", cases[i].spm, "-o",
+				       path("e.csv"), "--duration", "1",
+				       cases[i].interval ? "--interval" : NULL, cases[i].interval, NULL };
+		int st = run(args, NULL, path("e.err"));
+		char *msg = slurp(path("e.err"));
+		if (st != 64 || !strcasestr(msg, cases[i].want))
+			fprintf(stderr, "\n  %s: status %d: %s\n", cases[i].spm, st, msg);
+		CU_ASSERT_EQUAL(st, 64);
+		CU_ASSERT_PTR_NOT_NULL(strcasestr(msg, cases[i].want));
+		free(msg);
+	}
+	/* the same sentences from `spmtap plan`, which needs no GPU */
+	const char *pargs[] = { "plan", "--gfx", "gfx90a", "--spm", "GRBM_GUI_ACTIVE", NULL };
+	CU_ASSERT_EQUAL(run(pargs, NULL, path("e2.err")), 64);
+}
+
+/* (f) The raw container decodes into exactly the CSV record would have written. */
+static void test_raw_redecode(void)
+{
+	const char *profiles[] = { "mi300a", "mi210" };
+	for (int i = 0; i < 2; i++) {
+		const char *rec[] = { "--emulate", profiles[i], "record", "--spm",
+				      "SQ_WAVES,TCC_HIT,TA_TA_BUSY[2]", "--raw", "-o", path("f.raw"),
+				      "--duration", "0.5", "--per-se", NULL };
+		char te[1100];
+		snprintf(te, sizeof(te), "SPMTAP_EMU_SAMPLE_TRUTH=%s", path("f.truth"));
+		unlink(path("f.truth"));
+		const char *env[] = { te, NULL };
+		int st = run(rec, env, path("f.err"));
+		char *msg = slurp(path("f.err"));
+		if (st)
+			fprintf(stderr, "\n%s\n", msg);
+		CU_ASSERT_EQUAL_FATAL(st, 0);
+		free(msg);
+		const char *dec[] = { "decode", "-o", path("f.csv"), path("f.raw"), NULL };
+		st = run(dec, NULL, path("f2.err"));
+		msg = slurp(path("f2.err"));
+		if (st)
+			fprintf(stderr, "\n%s\n", msg);
+		CU_ASSERT_EQUAL(st, 0);
+		free(msg);
+		struct csv c;
+		struct truth t;
+		CU_ASSERT_TRUE_FATAL(csv_load(path("f.csv"), &c));
+		CU_ASSERT_TRUE_FATAL(truth_load(path("f.truth"), &t));
+		struct match m;
+		match_csv(&c, &t, emu_gpu_id(profiles[i]), catalog_of(i ? "gfx90a" : "gfx942"), &m);
+		if (m.first[0] || m.missing)
+			fprintf(stderr, "\n  %s: %s; missing %zu leading %zu trailing %zu\n", profiles[i],
+				m.first, m.missing, m.leading, m.trailing);
+		CU_ASSERT(m.rows > 0);
+		CU_ASSERT_EQUAL(m.matched, m.rows);
+		CU_ASSERT_EQUAL(m.missing, 0);
+		/* per-SE columns survive the container: SQ_WAVES[se0].. */
+		bool per_se = false;
+		for (uint32_t k = 0; k < c.ncols; k++)
+			per_se |= !strcmp(c.names[k], "SQ_WAVES[se1]");
+		CU_ASSERT_TRUE(per_se);
+		csv_free(&c);
+		truth_free(&t);
+	}
+}
+
+/* ---- (b) the property test, in process ------------------------------------ */
+
+struct rng {
+	uint64_t s;
+};
+
+static uint64_t rnd(struct rng *r)
+{
+	r->s += 0x9E3779B97F4A7C15ull;
+	uint64_t z = r->s;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t rndu(struct rng *r, uint32_t n)
+{
+	return (uint32_t)(rnd(r) % n);
+}
+
+static struct spm_device *devs;
+static size_t ndev;
+
+struct pcase {
+	const char *profile, *gen; /* gen: "A" or "B" */
+	const struct spm_device *dev;
+	char names[16][80];
+	const char *list[16];
+	size_t n;
+	uint32_t interval, sclk_mhz;
+	char workload[128];
+	bool per_se, per_instance;
+};
+
+/* Random streamable counters, sometimes one instance. */
+static void draw(struct rng *r, struct pcase *pc, const struct spm_catalog *cat,
+		 const struct spm_geometry *geo)
+{
+	size_t total = spm_catalog_count(cat);
+	size_t want = 1 + rndu(r, 12);
+	pc->n = 0;
+	for (int tries = 0; pc->n < want && tries < 200; tries++) {
+		const struct spm_counter *c = spm_catalog_at(cat, rndu(r, (uint32_t)total));
+		if (!spm_counter_streamable(c))
+			continue;
+		bool dup = false;
+		for (size_t i = 0; i < pc->n; i++)
+			dup |= !strncmp(pc->names[i], c->name, strlen(c->name)) &&
+			       (pc->names[i][strlen(c->name)] == 0 || pc->names[i][strlen(c->name)] == '[');
+		if (dup)
+			continue;
+		unsigned inst = spm_catalog_instances(cat, c->block, geo->cus_per_se);
+		if (inst > 1 && rndu(r, 4) == 0)
+			snprintf(pc->names[pc->n], sizeof(pc->names[0]), "%s[%u]", c->name, rndu(r, inst));
+		else
+			snprintf(pc->names[pc->n], sizeof(pc->names[0]), "%s", c->name);
+		pc->list[pc->n] = pc->names[pc->n];
+		pc->n++;
+	}
+}
+
+static void draw_workload(struct rng *r, char *w, size_t len)
+{
+	switch (rndu(r, 5)) {
+	case 0: snprintf(w, len, "idle"); break;
+	case 1: snprintf(w, len, "constant:%.2f", rndu(r, 101) / 100.0); break;
+	case 2: snprintf(w, len, "square:period_ms=%u,duty=%.2f", 1 + rndu(r, 50), rndu(r, 100) / 100.0); break;
+	case 3: snprintf(w, len, "ramp:period_ms=%u", 5 + rndu(r, 100)); break;
+	default: snprintf(w, len, "bursts:every_ms=%u,len_ms=%u", 10 + rndu(r, 40), 1 + rndu(r, 9)); break;
+	}
+}
+
+static const struct spm_device *dev_of(const char *profile)
+{
+	uint32_t id = emu_gpu_id(profile);
+	for (size_t i = 0; i < ndev; i++)
+		if (devs[i].gpu_id == id)
+			return &devs[i];
+	return NULL;
+}
+
+static int describe(const struct pcase *pc, uint64_t seed, int idx, char *buf, size_t len)
+{
+	int o = snprintf(buf, len, "seed %" PRIu64 " case %d: %s gen %s interval %u sclk %u MHz workload %s%s%s --spm ",
+			 seed, idx, pc->profile, pc->gen, pc->interval, pc->sclk_mhz, pc->workload,
+			 pc->per_se ? " --per-se" : "", pc->per_instance ? " --per-instance" : "");
+	for (size_t i = 0; i < pc->n; i++)
+		o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : "", pc->names[i]);
+	return o;
+}
+
+/* One run at library level: plan, programs, stream, feeder, decoder thread, CSV, truth. */
+static bool run_case(const struct pcase *pc, const char *csvp, const char *truthp, char *why, size_t wlen,
+		     size_t *rows, uint64_t *lost)
+{
+	uint64_t corrupt_n = 0, *corrupt = &corrupt_n;
+	*lost = 0;
+	char err[1024] = "";
+	struct spm_geometry geo;
+	enum spm_gfx gfx;
+	spm_geometry_from_device(pc->dev, &geo, &gfx, NULL, 0);
+	struct spm_plan_request req = { .gfx = pc->dev->gfx, .geo = geo, .counters = pc->list,
+					.ncounters = pc->n, .interval = pc->interval };
+	struct spm_plan *plan = NULL;
+	if (spm_plan_create(&req, &plan, err, sizeof(err)) < 0) {
+		snprintf(why, wlen, "plan: %s", err);
+		return false;
+	}
+	char *text = spm_plan_layout_dumps(plan);
+	struct dec_layout *lay = NULL;
+	CU_ASSERT_EQUAL_FATAL(dec_layout_parse(text, strlen(text), &lay, err, sizeof(err)), 0);
+	free(text);
+	struct spm_pm4 start, stop;
+	spm_pm4_init(&start);
+	spm_pm4_init(&stop);
+	CU_ASSERT_EQUAL_FATAL(spm_pm4_build_start(plan, &start), 0);
+	CU_ASSERT_EQUAL_FATAL(spm_pm4_build_stop(plan, &stop), 0);
+
+	setenv("SPMTAP_EMU_GEN", pc->gen, 1);
+	setenv("SPMTAP_EMU_WORKLOAD", pc->workload, 1);
+	char mhz[16];
+	snprintf(mhz, sizeof(mhz), "%u", pc->sclk_mhz);
+	setenv("SPMTAP_EMU_SCLK_MHZ", mhz, 1);
+	setenv("SPMTAP_EMU_SAMPLE_TRUTH", truthp, 1);
+	unlink(truthp);
+
+	bool ok = false;
+	struct feeder_stats fs;
+	struct prime prime = { 0 };
+	struct spm_backend *b = NULL;
+	struct spm_stream *s = NULL;
+	struct feeder *f = NULL;
+	struct dthr *dt = NULL;
+	struct csv_writer *w = NULL;
+	struct spm_submitter *sub = NULL;
+	int fd = open(csvp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	const struct spm_backend_ops *ops = &spm_backend_kfd;
+	if (ops->open(&b, devs, ndev, err, sizeof(err)) < 0 ||
+	    spm_stream_open(&s, ops, b, pc->dev, NULL, err, sizeof(err)) < 0 ||
+	    spm_submitter_emu.create(&sub, pc->dev, err, sizeof(err)) < 0) {
+		snprintf(why, wlen, "open: %s", err);
+		goto out;
+	}
+	uint32_t nstreams = spm_stream_gen(s) == SPM_GEN_B ? pc->dev->num_xcc : 1;
+	csv_open_fd(fd, CSV_XCC_COLUMN, &w);
+	struct dthr_opts o = { .layout = lay, .nstreams = nstreams, .per_se = pc->per_se,
+			       .loss = spm_stream_gen(s) == SPM_GEN_B ? DTHR_LOSS_ALIGNED : DTHR_LOSS_RESYNC,
+			       .per_instance = pc->per_instance, .requests = pc->list, .nreq = pc->n,
+			       .skip_first = true,
+			       .sink = csv_sink, .sink_user = w };
+	if (dthr_open(&dt, &o, err, sizeof(err)) < 0 || csv_begin(w, dthr_columns(dt), dthr_ncols(dt)) < 0) {
+		snprintf(why, wlen, "decoder: %s", err);
+		goto out;
+	}
+	struct feeder_opts fo = { .nbuffers = 3, .buffer_size = 1u << 20 };
+	int prc = prime_start(&prime, s, pc->dev, &spm_submitter_emu, sub, start.dw, start.n, &fo, err,
+			      sizeof(err));
+	if (prime.f)
+		s = NULL;
+	if (prc < 0) {
+		snprintf(why, wlen, "start: %s", err);
+		f = prime.f;
+		goto out;
+	}
+	f = prime.f;
+	s = NULL;
+	dthr_start(dt, f, err, sizeof(err));
+	{
+		struct timespec ts = { 0, (100 + (long)(pc->interval % 7) * 20) * 1000000L };
+		nanosleep(&ts, NULL);
+		if (spm_submitter_emu.submit(sub, stop.dw, stop.n, 1000, err, sizeof(err)) < 0)
+			snprintf(why, wlen, "stop program: %s", err);
+		else
+			ok = true;
+	}
+	feeder_request_stop(f);
+	if (dthr_finish(dt) < 0) {
+		snprintf(why, wlen, "decoder: %s", dthr_error(dt));
+		ok = false;
+	}
+	feeder_finish(f, &fs);
+	f = NULL;
+	csv_end(w);
+	for (uint32_t k = 0; ok && k < nstreams; k++) {
+		struct dthr_xcc x;
+		dthr_stats(dt, k, &x);
+		/* Loss may happen (a fast case on a busy machine); it must be counted exactly. */
+		*lost += x.lost_samples;
+		*corrupt += x.dec.corrupt_events;
+	}
+out:
+	if (f) {
+		feeder_request_stop(f);
+		feeder_finish(f, &fs);
+	}
+	prime_free(&prime);
+	dthr_close(dt);
+	spm_stream_close(s);
+	if (b)
+		ops->close(b);
+	if (sub)
+		spm_submitter_emu.destroy(sub);
+	csv_close(w);
+	close(fd);
+	spm_pm4_fini(&start);
+	spm_pm4_fini(&stop);
+	dec_layout_free(lay);
+	if (ok) {
+		struct csv c;
+		struct truth t;
+		ok = csv_load(csvp, &c);
+		if (ok && !truth_load(truthp, &t)) {
+			snprintf(why, wlen, "no sample truth");
+			ok = false;
+		} else if (ok) {
+			struct match m;
+			match_csv(&c, &t, pc->dev->gpu_id, plan->cat, &m);
+			*rows = m.rows;
+			uint32_t nx = pc->dev->num_xcc;
+			/* Leading samples: the first feeder period (prime.h, 10 ms) and the
+			 * alignment search; at most 40 ms worth at the case's sample period. */
+			double period_us = (double)pc->interval / pc->sclk_mhz;
+			if (m.first[0] || m.missing != *lost || m.matched != m.rows || m.rows < 8 ||
+			    m.trailing > nx || (double)m.leading / nx * period_us > 40000 || corrupt_n) {
+				snprintf(why, wlen, "%s; rows %zu matched %zu truth %zu missing %zu (reported %"
+					 PRIu64 ") leading %zu trailing %zu corrupt %" PRIu64, m.first, m.rows,
+					 m.matched, m.truth_samples, m.missing, *lost, m.leading, m.trailing,
+					 corrupt_n);
+				ok = false;
+			}
+			truth_free(&t);
+		}
+		if (c.names)
+			csv_free(&c);
+	}
+	spm_plan_free(plan);
+	return ok;
+}
+
+static void test_property(void)
+{
+	char err[SPM_ERRLEN];
+	if (!devs)
+		CU_ASSERT_EQUAL_FATAL(spm_discover(NULL, &devs, &ndev, err, sizeof(err)), 0);
+	const char *e = getenv("SPMTAP_TEST_SEED");
+	uint64_t seed = e ? strtoull(e, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)getpid() << 16;
+	e = getenv("SPMTAP_PROPERTY_CASES");
+	int ncases = e ? atoi(e) : 48;
+	struct rng r = { seed };
+	static const struct {
+		const char *profile, *gen;
+	} targets[] = { { "mi210", "A" }, { "mi300a", "B" }, { "mi300x", "B" } };
+	int ran = 0, refused = 0, failed = 0, lossy = 0;
+	size_t rows = 0;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; ran < ncases && i < ncases * 4; i++) {
+		struct pcase pc = { 0 };
+		pc.profile = targets[i % 3].profile;
+		pc.gen = targets[i % 3].gen;
+		pc.dev = dev_of(pc.profile);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pc.dev);
+		struct spm_geometry geo;
+		enum spm_gfx gfx;
+		spm_geometry_from_device(pc.dev, &geo, &gfx, NULL, 0);
+		draw(&r, &pc, catalog_of(pc.dev->gfx), &geo);
+		pc.interval = 32 * (1 + rndu(&r, SPM_INTERVAL_MAX / 32));
+		/* SCLK scaled so a sample comes every ~20..200 us whatever the interval: the
+		 * interval's encoding is what is tested, not the emulator's speed. */
+		pc.sclk_mhz = pc.interval / (20 + rndu(&r, 180));
+		if (!pc.sclk_mhz)
+			pc.sclk_mhz = 1;
+		draw_workload(&r, pc.workload, sizeof(pc.workload));
+		pc.per_se = rndu(&r, 4) == 0;
+		pc.per_instance = rndu(&r, 6) == 0;
+		char why[1024] = "", desc[2048];
+		size_t nrows = 0;
+		uint64_t lost = 0;
+		describe(&pc, seed, i, desc, sizeof(desc));
+		bool ok = run_case(&pc, path("p.csv"), path("p.truth"), why, sizeof(why), &nrows, &lost);
+		lossy += lost > 0;
+		if (!ok && !strncmp(why, "plan: ", 6)) {
+			refused++; /* a set the planner refuses (too many for a block) is drawn again */
+			continue;
+		}
+		ran++;
+		rows += nrows;
+		if (!ok) {
+			failed++;
+			fprintf(stderr, "\n  FAIL %s\n    %s\n", desc, why);
+			if (getenv("SPMTAP_KEEP_TMP"))
+				break; /* leave this case's CSV and truth in the directory */
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	fprintf(stderr, "\n  property: seed %" PRIu64 ": %d cases (%d redrawn after a planner refusal, "
+		"%d with loss counted exactly), %zu rows compared, %d failed, %.1f s\n", seed, ran, refused,
+		lossy, rows, failed,
+		(double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	CU_ASSERT_EQUAL(failed, 0);
+	CU_ASSERT(ran >= ncases / 2);
+	/* The CLI cases start their own emulator: none of this case's knobs. */
+	unsetenv("SPMTAP_EMU_GEN");
+	unsetenv("SPMTAP_EMU_WORKLOAD");
+	unsetenv("SPMTAP_EMU_SCLK_MHZ");
+	unsetenv("SPMTAP_EMU_SAMPLE_TRUTH");
+}
+
+int main(int argc, char **argv)
+{
+	testenv_under_emu(argc, argv, "mi300a,mi210,mi300x", NULL);
+	static const struct testenv_case cases[] = {
+		{ "property", test_property, NULL },
+		{ "cli_exact", test_cli_exact, need_emulator },
+		{ "stall_gen_b", test_stall_gen_b, need_emulator },
+		{ "stall_gen_a", test_stall_gen_a, need_emulator },
+		{ "sigint", test_sigint, need_emulator },
+		{ "planner_errors", test_planner_errors, need_emulator },
+		{ "raw_redecode", test_raw_redecode, need_emulator },
+		{ NULL, NULL, NULL },
+	};
+	if (!mkdtemp(dir))
+		return 1;
+	mkdir(path("state"), 0700);
+	int rc = testenv_run_suite("record_spm", cases, argc, argv);
+	free(devs);
+	if (!getenv("SPMTAP_KEEP_TMP")) {
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0 && !rc)
+			rc = 1;
+	}
+	return rc;
+}
