@@ -2,9 +2,14 @@
 /*
  * Writes the KFD sysfs topology that libhsakmt 5.2.3 and spmtap read
  * (SPM.md section 11.3): generation_id, system_properties and per node
- * gpu_id, name, properties, mem_banks/0, caches/0 and io_links/K.
+ * gpu_id, name, properties, mem_banks/0, caches/0 and io_links/K; and,
+ * under <dir>/sys, the DRM/PCI/hwmon side that ROCm SMI and the sensor
+ * readers use (docs/emulator.md, "Sensors").
  */
 #include "emu/common/emu.h"
+#include "emu/common/sensors.h"
+
+#include <time.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -229,6 +234,160 @@ static void write_gpu_node(struct emu_tw *tw, const char *t, const struct emu_gp
 	tw_file(tw, p, "%s/nodes/%u/io_links/0/properties", t, n);
 }
 
+static void tw_link(struct emu_tw *tw, const char *target, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void tw_link(struct emu_tw *tw, const char *target, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (!tw->failed && symlink(target, path))
+		tw_fail(tw, "cannot link", path);
+}
+
+static void tw_bin(struct emu_tw *tw, const void *data, size_t len, const char *path)
+{
+	FILE *f = tw->failed ? NULL : fopen(path, "wb");
+	if (!tw->failed && (!f || fwrite(data, 1, len, f) != len))
+		tw_fail(tw, "cannot write", path);
+	if (f && fclose(f))
+		tw_fail(tw, "cannot write", path);
+}
+
+/*
+ * The DRM side of GPU node i, laid out like the kernel's (relative links):
+ *   sys/class/drm/cardI        -> ../../devices/pci0000:00/0000:00:PP.1/DDDD:BB:DD.F/drm/cardI
+ *   sys/class/drm/renderD<m>   -> .../drm/renderD<m>
+ *   sys/class/hwmon/hwmonI     -> ../../devices/.../hwmon/hwmonI
+ * The BDF is the KFD node's location_id (bus << 8 | device << 3 | function)
+ * in domain 0, which is how ROCm SMI pairs a card with its KFD node.
+ * Dynamic attributes are placeholders here; the shim serves their content.
+ */
+static void write_drm_card(struct emu_tw *tw, const char *root, const struct emu_gpu_desc *d,
+			   unsigned i, const char *spec)
+{
+	const struct emu_profile *pr = d->profile;
+	struct emu_sensor_model m;
+	char dev[PATH_MAX], rel[PATH_MAX], bdf[32], v[128];
+	unsigned bus = d->location_id >> 8, slot = (d->location_id >> 3) & 0x1F, fn = d->location_id & 7;
+
+	if (emu_sensor_model_init(spec, i, 0, &m, NULL, 0))
+		memset(&m, 0, sizeof(m)), m.profile = pr, m.metrics_crev = 3, m.tdp_w = 300;
+	snprintf(bdf, sizeof(bdf), "0000:%02x:%02x.%x", bus, slot, fn);
+	snprintf(rel, sizeof(rel), "devices/pci0000:00/0000:00:%02x.1/%s", i + 1, bdf);
+	snprintf(dev, sizeof(dev), "%s/%s", root, rel);
+	tw_mkdir(tw, "%s/devices/pci0000:00/0000:00:%02x.1", root, i + 1);
+	tw_mkdir(tw, "%s", dev);
+	tw_mkdir(tw, "%s/drm", dev);
+	tw_mkdir(tw, "%s/drm/card%u", dev, i);
+	tw_mkdir(tw, "%s/drm/renderD%u", dev, d->render_minor);
+	tw_link(tw, "../..", "%s/drm/card%u/device", dev, i);
+	tw_link(tw, "../..", "%s/drm/renderD%u/device", dev, d->render_minor);
+	snprintf(v, sizeof(v), "226:%u\n", i);
+	tw_file(tw, v, "%s/drm/card%u/dev", dev, i);
+	snprintf(v, sizeof(v), "226:%u\n", d->render_minor);
+	tw_file(tw, v, "%s/drm/renderD%u/dev", dev, d->render_minor);
+	snprintf(v, sizeof(v), "../../%s/drm/card%u", rel, i);
+	tw_link(tw, v, "%s/class/drm/card%u", root, i);
+	snprintf(v, sizeof(v), "../../%s/drm/renderD%u", rel, d->render_minor);
+	tw_link(tw, v, "%s/class/drm/renderD%u", root, d->render_minor);
+
+	static const char *const fixed[][2] = {
+		{ "vendor", "0x1002" }, { "subsystem_vendor", "0x1002" }, { "revision", "0x01" },
+		{ "class", "0x038000" }, { "numa_node", "0" }, { "current_link_speed", "16.0 GT/s PCIe" },
+		{ "current_link_width", "16" }, { "max_link_speed", "16.0 GT/s PCIe" }, { "max_link_width", "16" },
+		{ "power_dpm_force_performance_level", "auto" }, { "pcie_replay_count", "0" },
+		{ "gpu_busy_percent", "0" }, { "mem_busy_percent", "0" },
+	};
+	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
+		snprintf(v, sizeof(v), "%s\n", fixed[k][1]);
+		tw_file(tw, v, "%s/%s", dev, fixed[k][0]);
+	}
+	snprintf(v, sizeof(v), "0x%04x\n", pr->device_id);
+	tw_file(tw, v, "%s/device", dev);
+	tw_file(tw, v, "%s/subsystem_device", dev);
+	tw_file(tw, !strcmp(pr->gfx_name, "gfx942") ? "113-M3000100-102\n" : "113-D67301-063\n",
+		"%s/vbios_version", dev);
+	snprintf(v, sizeof(v), "%s\n", pr->marketing_name);
+	tw_file(tw, v, "%s/product_name", dev);
+	snprintf(v, sizeof(v), "%016llx\n", 0x5350000000000000ull | d->gpu_id);
+	tw_file(tw, v, "%s/unique_id", dev);
+	snprintf(v, sizeof(v), "%llu\n", (unsigned long long)pr->vram_bytes);
+	tw_file(tw, v, "%s/mem_info_vram_total", dev);
+	tw_file(tw, "16777216\n", "%s/mem_info_vram_used", dev);
+	snprintf(v, sizeof(v), "0: 500Mhz\n1: %uMhz *\n", pr->sclk_mhz);
+	tw_file(tw, v, "%s/pp_dpm_sclk", dev);
+	snprintf(v, sizeof(v), "0: 400Mhz\n1: %uMhz *\n", m.uclk_mhz ? m.uclk_mhz : 1600);
+	tw_file(tw, v, "%s/pp_dpm_mclk", dev);
+
+	/* gpu_metrics placeholder: the header and 0xFF, the size of the served table. */
+	unsigned char blob[EMU_GPU_METRICS_MAX];
+	size_t blen = m.metrics_crev >= 4 ? sizeof(struct emu_gpu_metrics_v1_5) : sizeof(struct emu_gpu_metrics_v1_3);
+	memset(blob, 0xFF, blen);
+	struct emu_metrics_header h = { (uint16_t)blen, 1, (uint8_t)m.metrics_crev };
+	memcpy(blob, &h, sizeof(h));
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/gpu_metrics", dev);
+	tw_bin(tw, blob, blen, path);
+
+	/* hwmon (amdgpu_pm.c): gfx942 has no edge sensor (temp1) and power1_input instead of power1_average. */
+	int mi300 = m.metrics_crev >= 4;
+	tw_mkdir(tw, "%s/hwmon", dev);
+	tw_mkdir(tw, "%s/hwmon/hwmon%u", dev, i);
+	tw_link(tw, "../..", "%s/hwmon/hwmon%u/device", dev, i);
+	snprintf(v, sizeof(v), "../../%s/hwmon/hwmon%u", rel, i);
+	tw_link(tw, v, "%s/class/hwmon/hwmon%u", root, i);
+	char hw[PATH_MAX + 32];
+	snprintf(hw, sizeof(hw), "%s/hwmon/hwmon%u", dev, i);
+	static const char *const hfixed[][2] = {
+		{ "name", "amdgpu" }, { "temp1_input", "0" }, { "temp1_label", "edge" }, { "temp1_crit", "100000" },
+		{ "temp1_crit_hyst", "-273150" }, { "temp1_emergency", "105000" },
+		{ "temp2_input", "0" }, { "temp2_label", "junction" }, { "temp2_crit", "110000" },
+		{ "temp2_crit_hyst", "-273150" }, { "temp2_emergency", "115000" },
+		{ "temp3_input", "0" }, { "temp3_label", "mem" }, { "temp3_crit", "95000" },
+		{ "temp3_crit_hyst", "-273150" }, { "temp3_emergency", "105000" },
+		{ "power1_average", "0" }, { "power1_input", "0" }, { "power1_label", "PPT" },
+		{ "in0_input", "0" }, { "in0_label", "vddgfx" },
+		{ "freq1_input", "0" }, { "freq1_label", "sclk" }, { "freq2_input", "0" }, { "freq2_label", "mclk" },
+	};
+	for (size_t k = 0; k < sizeof(hfixed) / sizeof(hfixed[0]); k++) {
+		const char *nm = hfixed[k][0];
+		if (mi300 && (!strncmp(nm, "temp1_", 6) || !strcmp(nm, "power1_average")))
+			continue;
+		if (!mi300 && !strcmp(nm, "power1_input"))
+			continue;
+		snprintf(v, sizeof(v), "%s\n", hfixed[k][1]);
+		tw_file(tw, v, "%s/%s", hw, nm);
+	}
+	unsigned long long cap = (unsigned long long)(m.tdp_w * 1e6);
+	snprintf(v, sizeof(v), "%llu\n", cap);
+	tw_file(tw, v, "%s/power1_cap", hw);
+	tw_file(tw, v, "%s/power1_cap_max", hw);
+	tw_file(tw, v, "%s/power1_cap_default", hw);
+	tw_file(tw, "0\n", "%s/power1_cap_min", hw);
+}
+
+static void write_drm(struct emu_tw *tw, const char *dir, const struct emu_gpu_desc *g, int n, const char *spec)
+{
+	char root[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/sys", dir);
+	tw_mkdir(tw, "%s", root);
+	tw_mkdir(tw, "%s/class", root);
+	tw_mkdir(tw, "%s/class/drm", root);
+	tw_mkdir(tw, "%s/class/hwmon", root);
+	tw_mkdir(tw, "%s/devices", root);
+	tw_mkdir(tw, "%s/devices/pci0000:00", root);
+	tw_mkdir(tw, "%s/module", root);
+	tw_mkdir(tw, "%s/module/amdgpu", root);
+	tw_file(tw, "drm 1.1.0 20060810\n", "%s/class/drm/version", root);
+	tw_file(tw, "live\n", "%s/module/amdgpu/initstate", root);
+	tw_file(tw, "5.16.9.22.20\n", "%s/module/amdgpu/version", root);
+	for (int i = 0; i < n; i++)
+		write_drm_card(tw, root, &g[i], (unsigned)i, spec);
+}
+
 int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t errlen)
 {
 	struct emu_gpu_desc gpus[EMU_MAX_GPUS];
@@ -252,7 +411,13 @@ int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t 
 	write_cpu_node(&tw, t, n);
 	for (int i = 0; i < n; i++)
 		write_gpu_node(&tw, t, &gpus[i]);
+	write_drm(&tw, dir, gpus, n, profile_spec);
 	snprintf(spec, sizeof(spec), "%s\n", profile_spec);
 	tw_file(&tw, spec, "%s/emu-profile", dir);
+	/* Sensor glitch times (SPMTAP_EMU_SENSOR_GLITCH) count from here, in every process of the run. */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	snprintf(spec, sizeof(spec), "%llu\n", (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+	tw_file(&tw, spec, "%s/sensor-epoch", dir);
 	return tw.failed ? -1 : 0;
 }

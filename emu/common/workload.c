@@ -156,3 +156,54 @@ double emu_workload_activity(const struct emu_workload *w, uint64_t t_ns)
 	}
 	return 0.0;
 }
+
+/*
+ * Integral over [0, t] of a periodic signal that is `hi` for the first
+ * `on_ns` of each `period_ns` and `lo` after: whole periods plus the part
+ * of the last one.  Integer ns keep the shim free of libm.
+ */
+static double emu_pulse_integral(uint64_t t_ns, uint64_t period_ns, uint64_t on_ns, double hi, double lo)
+{
+	if (!period_ns)
+		return 0.0;
+	if (on_ns > period_ns)
+		on_ns = period_ns;
+	uint64_t n = t_ns / period_ns, r = t_ns % period_ns;
+	double per = ((double)on_ns * hi + (double)(period_ns - on_ns) * lo) * 1e-9;
+	double part = r < on_ns ? (double)r * hi * 1e-9
+				: ((double)on_ns * hi + (double)(r - on_ns) * lo) * 1e-9;
+	return (double)n * per + part;
+}
+
+double emu_workload_integral(const struct emu_workload *w, uint64_t t_ns)
+{
+	switch (w->kind) {
+	case EMU_WL_IDLE:
+		return 0.0;
+	case EMU_WL_CONSTANT:
+		return emu_clamp01(w->level) * (double)t_ns * 1e-9;
+	case EMU_WL_SQUARE: {
+		uint64_t p = (uint64_t)(w->period_ms * 1e6);
+		/* The same comparison as emu_workload_activity: phase < duty is high. */
+		uint64_t on = (uint64_t)(w->duty * (double)p);
+		while (on < p && (double)on / (double)p < w->duty)
+			on++;
+		return emu_pulse_integral(t_ns, p, on, emu_clamp01(w->high), emu_clamp01(w->low));
+	}
+	case EMU_WL_RAMP: {
+		uint64_t p = (uint64_t)(w->period_ms * 1e6);
+		if (!p)
+			return 0.0;
+		double r = (double)(t_ns % p) / (double)p;
+		return (double)(t_ns / p) * (double)p * 0.5e-9 + r * r * (double)p * 0.5e-9;
+	}
+	case EMU_WL_BURSTS: {
+		uint64_t p = (uint64_t)(w->every_ms * 1e6);
+		uint64_t on = (uint64_t)(w->len_ms * 1e6);
+		while (on < p && (double)on / (double)p * w->every_ms < w->len_ms)
+			on++;
+		return emu_pulse_integral(t_ns, p, on, emu_clamp01(w->high), emu_clamp01(w->low));
+	}
+	}
+	return 0.0;
+}

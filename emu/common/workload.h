@@ -35,4 +35,10 @@ int emu_workload_parse(const char *spec, struct emu_workload *w, char *err, size
 /* a(t) at CLOCK_MONOTONIC_RAW time t_ns, in [0,1]. */
 double emu_workload_activity(const struct emu_workload *w, uint64_t t_ns);
 
+/*
+ * The integral of a(s) ds over [0, t_ns], in seconds, in closed form, so
+ * that energy (the sensors) is exact and stateless like a(t) itself.
+ */
+double emu_workload_integral(const struct emu_workload *w, uint64_t t_ns);
+
 #endif

@@ -160,6 +160,14 @@ __attribute__((constructor)) static void emu_init(void)
 	emu_p.clock_ppm = emu_env_double("SPMTAP_EMU_CLOCK_PPM", 0.0);
 	emu_p.next_handle = 1;
 	emu_topology_load();
+	if (!emu_real_realpath(emu_p.sysfs, emu_p.sysfs_real))
+		snprintf(emu_p.sysfs_real, sizeof(emu_p.sysfs_real), "%s", emu_p.sysfs);
+	{
+		char drm[PATH_MAX + 32];
+		struct stat st;
+		snprintf(drm, sizeof(drm), "%s/sys/class/drm", emu_p.sysfs);
+		emu_p.drm = stat(drm, &st) == 0 && S_ISDIR(st.st_mode);
+	}
 	emu_p.active = true;
 	pthread_atfork(NULL, NULL, emu_atfork_child);
 	EMU_DBG("active: sysfs=%s gpus=%d\n", emu_p.sysfs, emu_p.ngpus);
