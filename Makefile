@@ -117,7 +117,14 @@ $(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS)
 
-tests-build: all $(TEST_BIN) $(HELPER_BIN)
+# Test doubles of vendor libraries: libamd_smi in its 6.x and 7.x symbol and
+# struct variants, so the fallback binding in collector/lib/smi_amdsmi.c runs.
+DOUBLE_SO := $(B)/doubles/libamd_smi_v6.so $(B)/doubles/libamd_smi_v7.so
+$(B)/doubles/libamd_smi_v%.so: tests/doubles/libamd_smi_double.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DAMDSMI_V$* -shared -o $@ $<
+
+tests-build: all $(TEST_BIN) $(HELPER_BIN) $(DOUBLE_SO)
 .PHONY: tests-build
 
 # The README's test command.  Every suite runs under the emulator it needs.
