@@ -156,7 +156,7 @@ struct smi_source_report {
 	const char *source;
 	enum smi_avail avail;
 	int err;
-	char reason[160];      /* why disabled, or "" */
+	char reason[256];      /* why disabled, or "" */
 	char note[160];        /* e.g. "second GCD reports no energy" */
 	uint32_t metrics;      /* metrics that returned data in the probe reads */
 	enum smi_ts_domain ts_domain;
