@@ -7,10 +7,12 @@
 #include <string.h>
 
 #include "collector/cli/cli.h"
+#include "collector/cli/cmd-list-smi.h"
 
 const char cmd_list_usage[] =
 	"usage: spmtap list [--probe] [--spm-backend NAME]\n"
 	"       spmtap list --counters [--gfx gfx942|gfx90a | --device D]\n"
+	"       spmtap list --smi    power/energy sources per GPU and what each exposes\n"
 	"\n"
 	"List the GPUs KFD reports and the SPM backends, with the reason a backend\n"
 	"cannot be used here.  With --counters: the SPM counters of a GPU (or of a\n"
@@ -143,9 +145,10 @@ int cmd_list(int argc, char **argv)
 		{ "counters", no_argument, NULL, 'c' },
 		{ "gfx", required_argument, NULL, 'g' },
 		{ "device", required_argument, NULL, 'd' },
+		{ "smi", no_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool probe = false, counters = false;
+	bool probe = false, counters = false, smi = false;
 	const char *backend = NULL, *gfx = NULL, *device = NULL;
 	int c;
 	optind = 1;
@@ -156,6 +159,7 @@ int cmd_list(int argc, char **argv)
 		case 'c': counters = true; break;
 		case 'g': gfx = optarg; break;
 		case 'd': device = optarg; break;
+		case 's': smi = true; break;
 		default:
 			fputs(cmd_list_usage, stderr);
 			return EXIT_USAGE;
@@ -175,6 +179,17 @@ int cmd_list(int argc, char **argv)
 	}
 	if (counters)
 		return list_counters(gfx, device);
+	if (smi) {
+		struct cli_target ts;
+		int st = cli_target_devices(&ts, "list");
+		if (st != EXIT_OK)
+			return st;
+		for (size_t i = 0; i < ts.ndev; i++)
+			spm_device_marketing_name(&ts.devs[i]);
+		int rc = cli_list_smi(stdout, ts.devs, ts.ndev, NULL);
+		cli_target_free(&ts);
+		return rc < 0 ? EXIT_FAIL : EXIT_OK;
+	}
 
 	struct cli_target t;
 	int st = cli_target_devices(&t, "list");

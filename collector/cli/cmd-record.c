@@ -11,12 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collector/cli/record.h"
+#include "collector/lib/writer.h"
 #include "spm/plan.h"
 
 const char cmd_record_usage[] =
-	"usage: spmtap record --spm NAMES [options] [-o FILE.csv]\n"
+	"usage: spmtap record --spm NAMES [-d DIR] [-o NAME] [-f csv,perfetto,sqlite]\n"
+	"                     [--device all|LIST] [--smi SENSORS] [options] [-- app args]\n"
+	"       spmtap record --spm NAMES [options] [-o FILE.csv]\n"
 	"       spmtap record --spm NAMES --raw -o FILE [options]\n"
 	"       spmtap record --raw -o FILE [options]\n"
 	"\n"
@@ -31,13 +36,28 @@ const char cmd_record_usage[] =
 	"                         32 (default 32768, see docs/cli/spmtap-record.md)\n"
 	"  --per-se               one column per shader engine for SE counters\n"
 	"  --per-instance         one column per block instance (no instance sums)\n"
-	"  -o, --output FILE      CSV of the decoded series (default standard output);\n"
+	"  -d, --output-dir DIR   write DIR/NAME_spm.csv, DIR/NAME.pftrace, DIR/NAME.db\n"
+	"                         (created if missing; docs/formats/)\n"
+	"  -f, --output-format F  csv, perfetto, sqlite, comma-separated (default csv)\n"
+	"  --device all|LIST      GPUs: all, or indices/gpu_ids comma-separated\n"
+	"  --smi SENSORS          power,energy,temp,activity,clock,all or metric names\n"
+	"  --smi-interval T       sensor period, e.g. 1ms, 10ms (default 1ms)\n"
+	"  --smi-offset M=V[unit] add V to a sensor (power_avg=30W), comma-separated\n"
+	"  --spm-clock-hz HZ      assumed SPM timestamp rate (default 100000000, the\n"
+	"                         GPU reference clock); recorded in every output\n"
+	"  -- app args            run the application; record until it exits; exit\n"
+	"                         with its status\n"
+	"  -o, --output FILE      with -d/-f/--smi/--device list/an app: NAME of the\n"
+	"                         outputs (default spmtap); otherwise\n"
+	"                         CSV of the decoded series (default standard output);\n"
 	"                         the layout descriptor goes to FILE's name with\n"
 	"                         .layout.json instead of .csv; with --raw: the raw\n"
 	"                         container (replaced if it exists)\n"
 	"  --raw                  write the raw container (docs/raw-format.md) instead\n"
 	"                         of CSV; `spmtap decode` turns it into the same CSV\n"
-	"  -d, --duration SEC     stop after SEC seconds (default: until a signal)\n"
+	"  --duration SEC         stop after SEC seconds (default: until a signal or the\n"
+	"                         app's exit); `-d SEC` with a number that is not a\n"
+	"                         directory still means --duration (compatibility)\n"
 	"  --device D             GPU: index (0), gpu_id (0x1234) or gpu_id:0x1234\n"
 	"  --spm-backend NAME     hsakmt, kfd or hsa (default: the first usable)\n"
 	"  --spm-gen A|B|auto     kernel generation; auto probes it (default)\n"
@@ -102,11 +122,18 @@ static int split_names(struct rec_opts *o)
 static int parse_opts(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
-	       O_PER_SE, O_PER_INSTANCE };
+	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
+	       O_SPM_CLOCK };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
-		{ "duration", required_argument, NULL, 'd' },
+		{ "duration", required_argument, NULL, O_DURATION },
+		{ "output-dir", required_argument, NULL, 'd' },
+		{ "output-format", required_argument, NULL, 'f' },
+		{ "smi", required_argument, NULL, O_SMI },
+		{ "smi-interval", required_argument, NULL, O_SMI_INTERVAL },
+		{ "smi-offset", required_argument, NULL, O_SMI_OFFSET },
+		{ "spm-clock-hz", required_argument, NULL, O_SPM_CLOCK },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "spm-backend", required_argument, NULL, O_BACKEND },
 		{ "spm-gen", required_argument, NULL, O_GEN },
@@ -121,11 +148,44 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 	int c;
 	char *end;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:d:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:f:", opts, NULL)) != -1) {
 		switch (c) {
 		case O_RAW: o->raw = true; break;
 		case 'o': o->out = optarg; break;
-		case 'd':
+		case 'f': o->formats = optarg; break;
+		case O_SMI: o->smi = optarg; break;
+		case O_SMI_OFFSET: o->smi_offset = optarg; break;
+		case O_SMI_INTERVAL: {
+			double v = strtod(optarg, &end);
+			double mul = !strcmp(end, "ms") ? 1e6 : !strcmp(end, "us") ? 1e3 :
+				     !strcmp(end, "s") ? 1e9 : !*end ? 1e6 : 0; /* bare: ms */
+			if (end == optarg || !mul || !(v * mul >= 1e6)) {
+				fprintf(stderr, "spmtap record: --smi-interval %s: expected >= 1ms (e.g. 1ms, 10ms)\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->smi_interval_ns = (uint64_t)(v * mul);
+			break;
+		}
+		case O_SPM_CLOCK:
+			o->spm_clock_hz = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->spm_clock_hz > 0) || !isfinite(o->spm_clock_hz)) {
+				fprintf(stderr, "spmtap record: --spm-clock-hz %s: expected Hz > 0\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'd': {
+			/* rocprofv3's -d DIR; a number that names no directory is the old -d SEC. */
+			struct stat sb;
+			double v = strtod(optarg, &end);
+			if (end != optarg && !*end && v > 0 && stat(optarg, &sb) < 0) {
+				o->duration = v;
+				break;
+			}
+			o->dir = optarg;
+			break;
+		}
+		case O_DURATION:
 			o->duration = strtod(optarg, &end);
 			if (end == optarg || *end || !isfinite(o->duration) || o->duration <= 0) {
 				fprintf(stderr, "spmtap record: --duration %s: expected seconds > 0\n", optarg);
@@ -190,8 +250,10 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "spmtap record: unexpected argument '%s'\n", argv[optind]);
+	if (optind < argc)
+		o->app = &argv[optind];
+	if (o->app && o->raw) {
+		fprintf(stderr, "spmtap record: --raw does not run an application\n");
 		return EXIT_USAGE;
 	}
 	if (!o->spm_names) {
@@ -200,7 +262,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 					"--spm NAMES\n");
 			return EXIT_USAGE;
 		}
-		if (!o->raw) {
+		if (!o->raw && !o->smi) {
 			fprintf(stderr, "spmtap record: say what to record: --spm NAMES for counters "
 					"(see `spmtap list --counters`), or --raw -o FILE for the raw stream\n");
 			return EXIT_USAGE;
@@ -210,6 +272,11 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		fprintf(stderr, "spmtap record: --raw needs -o FILE\n");
 		return EXIT_USAGE;
 	}
+	if (o->raw && (o->dir || o->formats || o->smi)) {
+		fprintf(stderr, "spmtap record: --raw writes one container (-o FILE); -d, -f and --smi "
+				"are for decoded outputs\n");
+		return EXIT_USAGE;
+	}
 	return o->spm_names ? split_names(o) : EXIT_OK;
 }
 
@@ -217,9 +284,12 @@ int cmd_record(int argc, char **argv)
 {
 	struct rec_opts o = { .device = "0", .nbuffers = FEEDER_DEFAULT_BUFFERS,
 			      .buffer_size = FEEDER_DEFAULT_SIZE };
+	o.argc = argc;
+	o.argv = argv;
 	int st = parse_opts(argc, argv, &o);
 	if (st == EXIT_OK)
-		st = o.spm_names ? record_spm(&o) : record_raw(&o);
+		st = rec_wants_session(&o) ? record_session(&o)
+		     : o.spm_names ? record_spm(&o) : record_raw(&o);
 	free(o.spm_names);
 	return st;
 }

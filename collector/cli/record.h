@@ -44,6 +44,16 @@ struct rec_opts {
 	size_t ncounters;
 	uint32_t interval;                   /* 0: REC_INTERVAL_DEFAULT */
 	bool per_se, per_instance;
+	/* the session path (record-session.c) */
+	const char *dir;                     /* -d DIR */
+	const char *formats;                 /* -f csv,perfetto,sqlite */
+	const char *smi;                     /* --smi power,energy,... */
+	uint64_t smi_interval_ns;
+	const char *smi_offset;
+	double spm_clock_hz;
+	char **app;                          /* -- app args */
+	int argc;
+	char **argv;
 };
 
 extern volatile sig_atomic_t rec_stop_signal;
@@ -78,5 +88,8 @@ void rec_raw_header(struct rawfile_header *h, const struct spm_device *dev, cons
 
 int record_raw(const struct rec_opts *o);
 int record_spm(const struct rec_opts *o);
+int record_session(const struct rec_opts *o);
+/* Whether the options ask for the session path (-d DIR, -f, --smi, a device list, an app). */
+bool rec_wants_session(const struct rec_opts *o);
 
 #endif

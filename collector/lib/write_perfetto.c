@@ -668,6 +668,17 @@ static int pf_slice(struct writer *w, const struct series_slice *s, char *err, s
 	return rc ? failed(w, rc, err, errlen) : 0;
 }
 
+/* Metadata known at the end: an instant on the "spmtap" track with the JSON as its argument. */
+static int pf_note(struct writer *w, const char *key, const char *json, char *err, size_t errlen)
+{
+	if (w->err)
+		return report(w, err, errlen);
+	pf_arg a, *ap = &a;
+	arg_str(&a, key, json);
+	int rc = emit_instant(w, "spmtap note", &ap, 1);
+	return rc ? failed(w, rc, err, errlen) : 0;
+}
+
 static int pf_end(struct writer *w, char *err, size_t errlen)
 {
 	if (!w)
@@ -691,4 +702,5 @@ const struct writer_ops writer_perfetto = {
 	.write = pf_write,
 	.slice = pf_slice,
 	.end = pf_end,
+	.note = pf_note,
 };

@@ -701,6 +701,20 @@ static int sqlw_slice(struct writer *w, const struct series_slice *s, char *err,
 	return rc;
 }
 
+/* Metadata known at the end: one more row of meta, in the open transaction. */
+static int sqlw_note(struct writer *w, const char *key, const char *json, char *err, size_t errlen)
+{
+	if (w->error)
+		return spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
+	sqlite3_stmt *st;
+	int rc = prepare(w, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", &st, err, errlen);
+	if (rc)
+		return rc;
+	rc = put_meta(w, st, key, 's', json, 0, 0, err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 static int sqlw_end(struct writer *w, char *err, size_t errlen)
 {
 	if (!w)
@@ -751,4 +765,5 @@ const struct writer_ops writer_sqlite = {
 	.write = sqlw_write,
 	.slice = sqlw_slice,
 	.end = sqlw_end,
+	.note = sqlw_note,
 };

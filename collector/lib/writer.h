@@ -42,6 +42,11 @@ struct writer_ops {
 	int (*slice)(struct writer *w, const struct series_slice *s, char *err, size_t errlen);
 	/* Finish and close; also frees w, whatever it returns. */
 	int (*end)(struct writer *w, char *err, size_t errlen);
+	/*
+	 * Optional: metadata known only at the end (the timebase fit's residuals),
+	 * a key and a JSON text, stored beside writer_meta.  Called before end().
+	 */
+	int (*note)(struct writer *w, const char *key, const char *json, char *err, size_t errlen);
 };
 
 extern const struct writer_ops writer_csv;

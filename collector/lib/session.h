@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A recording session: several GPUs, each with its feeder -> decode thread
+ * (feeder.h, decode_thread.h), its timebase (timebase.h) and optional sensor
+ * sampler (smi_sampler.h); all of them feed ONE writer thread through one
+ * bounded queue, which fans every chunk out to the chosen writers (writer.h)
+ * and to an optional callback.  docs/architecture.md "Session" states the
+ * back-pressure policy; in short:
+ *   writer behind  -> producers (decode threads, samplers) block on the queue;
+ *   decoder behind -> the feeder keeps the armed buffer, the kernel flags loss;
+ * so every byte is decoded or counted lost, by reason (struct session_xcc).
+ *
+ * Threads: feeder + decode thread per GPU, sampler per GPU (with --smi), one
+ * clock thread (timebase pairs every ~100 ms for every GPU), one writer thread.
+ *
+ * Fault injection for tests: SPMTAP_DECODE_STALL=AT:DUR and
+ * SPMTAP_WRITER_STALL=AT:DUR (milliseconds since start): the decode sink of
+ * every GPU, or the writer thread, sleeps DUR once, AT after start.
+ */
+#ifndef SPMTAP_COLLECTOR_SESSION_H
+#define SPMTAP_COLLECTOR_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/lib/power_dedt.h"
+#include "collector/lib/series.h"
+#include "collector/lib/writer.h"
+#include "spm/spm.h"
+
+#define SESSION_MAX_GPUS 16u
+#define SESSION_MAX_WRITERS 4u
+#define SESSION_QUEUE_DEFAULT 64u   /* chunks between the producers and the writer thread */
+#define SESSION_CLOCK_PERIOD_MS 100u
+
+struct session_opts {
+	const struct spm_device *devs;  /* every discovered device (the backend opens them all) */
+	size_t ndev;
+	const uint32_t *gpus;           /* indices into devs of the GPUs to record */
+	size_t ngpus;
+	const struct spm_backend_ops *backend; /* NULL: the first usable */
+	const char *const *counters;    /* names; NULL/0: no SPM (sensors only) */
+	size_t ncounters;
+	uint32_t interval;              /* SCLK cycles; 0: 32768 */
+	bool per_se, per_instance;
+	enum spm_gen gen;
+	uint32_t nbuffers;              /* 0: FEEDER_DEFAULT_BUFFERS */
+	uint64_t buffer_size;           /* 0: FEEDER_DEFAULT_SIZE */
+	double spm_clock_hz;            /* 0: 100 MHz (the GPU reference clock) */
+	uint32_t smi_metrics;           /* SMI_M_BIT() set; 0: no sensors */
+	uint64_t smi_interval_ns;       /* 0: 1 ms */
+	const struct smi_offsets *smi_offsets;
+	const char *dir, *name;         /* outputs: DIR/NAME + ext; dir NULL: "." */
+	const struct writer_ops *const *formats;
+	size_t nformats;
+	const char *command_line;       /* for the metadata */
+	uint32_t queue_chunks;          /* 0: SESSION_QUEUE_DEFAULT */
+	/* Every chunk, on the writer thread, after the writers; nonzero return fails the session. */
+	int (*on_chunk)(const struct series_chunk *c, void *user);
+	void *user;
+	/* Every stream, before start (on the caller's thread). */
+	void (*on_stream)(const struct series_stream *s, void *user);
+};
+
+/* Per XCC stream: every byte retired is one of these (docs/architecture.md). */
+struct session_xcc {
+	uint64_t bytes;            /* retired by the kernel into feeder buffers (after seq 0) */
+	uint64_t samples;          /* decoded and written */
+	uint64_t sample_bytes;     /* samples * sample size */
+	uint64_t gap_samples;      /* lost: timestamp gaps (samples never in any buffer) */
+	uint64_t loss_flags;       /* parts the kernel flagged (loss or untrusted framing) */
+	uint64_t resync_bytes;     /* dropped: partial samples cut by loss, resync skips */
+	uint64_t prestart_bytes;   /* before the first sample boundary: not loss */
+	uint64_t trailing_bytes;   /* a partial sample at the end */
+};
+
+struct session_gpu_stats {
+	uint32_t gpu;              /* spmtap index */
+	uint32_t nxcc;
+	struct session_xcc xcc[16];
+	uint64_t first_buffer_bytes; /* feeder seq 0: pre-program bytes, dropped by design */
+	uint64_t overrun_polls;
+	uint64_t smi_samples, smi_missed;
+	uint32_t tb_pairs;
+	double tb_rms_ns, tb_max_ns, tb_ppm;
+};
+
+struct session_progress {
+	double seconds;
+	uint64_t bytes, samples, lost_samples, smi_samples, chunks_written;
+	uint32_t queue_depth;
+};
+
+struct session;
+
+int session_open(struct session **out, const struct session_opts *o, char *err, size_t errlen);
+int session_start(struct session *s, char *err, size_t errlen);
+/* Cheap, any thread. */
+void session_progress(struct session *s, struct session_progress *p);
+/* A writer or a decoder failed (the session keeps draining; stop it). */
+bool session_failed(struct session *s);
+/* Stop counters, drain, write the end metadata, close outputs.  0 or the first error. */
+int session_stop(struct session *s, char *err, size_t errlen);
+size_t session_ngpus(const struct session *s);
+int session_gpu_stats(const struct session *s, size_t i, struct session_gpu_stats *st);
+/* The output files ("DIR/NAME.db", ...), NULL-terminated. */
+const char *const *session_outputs(const struct session *s);
+void session_close(struct session *s);
+
+#endif

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writer_csv: series_chunks as CSV, one file per source (docs/formats/csv.md).
+ * open("DIR/NAME.csv") makes
+ *   DIR/NAME_spm.csv   gpu,xcc,host_ns,gpu_ticks,<counters>
+ *   DIR/NAME_smi.csv   gpu,host_ns,sensor_ts,<metrics>
+ *   DIR/NAME_meta.json the recording's metadata (rewritten at end with notes)
+ * A source's file is created at its first stream; its header is the union
+ * of the columns (by name, in declaration order) of every stream of that
+ * source declared before its first chunk, so all streams are declared
+ * first.  A stream that lacks a column leaves that cell empty, as does a
+ * missing value.  Rows go straight to a stdio buffer: memory is bounded.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/lib/writer.h"
+
+#define CSVS_MAX_COLS 1024u
+#define CSVS_MAX_STREAMS 256u
+
+struct csvs_file {
+	char *path;
+	FILE *f;
+	char *buf;
+	bool spm;            /* gpu,xcc,host_ns,gpu_ticks vs gpu,host_ns,sensor_ts */
+	bool header_done;
+	uint32_t ncols;
+	char *cols[CSVS_MAX_COLS];
+};
+
+struct csvs_stream {
+	const struct series_stream *s;
+	struct csvs_file *file;
+	uint32_t *map; /* stream column -> file column */
+};
+
+struct writer {
+	char *base; /* DIR/NAME */
+	struct csvs_file spm, smi;
+	struct csvs_stream st[CSVS_MAX_STREAMS];
+	uint32_t nst;
+	json_t *meta;
+	int error;
+};
+
+static int fail(struct writer *w, int e, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int fail(struct writer *w, int e, char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	if (w && !w->error)
+		w->error = -e;
+	errno = e;
+	return -e;
+}
+
+static int csvs_probe(char *reason, size_t len)
+{
+	if (reason && len)
+		reason[0] = 0;
+	return 0;
+}
+
+static char *path_with(const char *base, const char *suffix)
+{
+	size_t n = strlen(base);
+	char *p = malloc(n + strlen(suffix) + 1);
+	if (p) {
+		memcpy(p, base, n);
+		strcpy(p + n, suffix);
+	}
+	return p;
+}
+
+static int write_meta_file(struct writer *w, char *err, size_t errlen)
+{
+	char *p = path_with(w->base, "_meta.json");
+	if (!p)
+		return fail(w, ENOMEM, err, errlen, "out of memory");
+	int rc = json_dump_file(w->meta, p, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (rc) {
+		int e = errno ? errno : EIO;
+		rc = fail(w, e, err, errlen, "%s: %s", p, strerror(e));
+	}
+	free(p);
+	return rc;
+}
+
+static int csvs_open(struct writer **out, const char *path, const struct writer_meta *meta,
+		     char *err, size_t errlen)
+{
+	struct writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return fail(NULL, ENOMEM, err, errlen, "out of memory");
+	size_t n = strlen(path);
+	if (n > 4 && !strcmp(path + n - 4, ".csv"))
+		n -= 4;
+	w->base = strndup(path, n);
+	w->meta = json_object();
+	if (!w->base || !w->meta) {
+		free(w->base);
+		json_decref(w->meta);
+		free(w);
+		return fail(NULL, ENOMEM, err, errlen, "out of memory");
+	}
+	json_object_set_new(w->meta, "time_base", json_string("CLOCK_BOOTTIME ns"));
+	if (meta) {
+		json_object_set_new(w->meta, "spmtap_version", json_string(meta->spmtap_version ? meta->spmtap_version : ""));
+		json_object_set_new(w->meta, "command_line", json_string(meta->command_line ? meta->command_line : ""));
+		json_object_set_new(w->meta, "hostname", json_string(meta->hostname ? meta->hostname : ""));
+		json_object_set_new(w->meta, "start_boottime_ns", json_integer(meta->start_boottime_ns));
+		json_object_set_new(w->meta, "spm_clock_hz", json_real(meta->spm_clock_hz));
+		if (meta->extra_json) {
+			json_t *x = json_loads(meta->extra_json, 0, NULL);
+			json_object_set_new(w->meta, "extra", x ? x : json_string(meta->extra_json));
+		}
+	}
+	json_object_set_new(w->meta, "files", json_object());
+	int rc = write_meta_file(w, err, errlen);
+	if (rc) {
+		free(w->base);
+		json_decref(w->meta);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+static int file_open(struct writer *w, struct csvs_file *cf, bool spm, char *err, size_t errlen)
+{
+	if (cf->f)
+		return 0;
+	cf->spm = spm;
+	cf->path = path_with(w->base, spm ? "_spm.csv" : "_smi.csv");
+	if (!cf->path)
+		return fail(w, ENOMEM, err, errlen, "out of memory");
+	cf->f = fopen(cf->path, "we");
+	if (!cf->f)
+		return fail(w, errno, err, errlen, "%s: %s", cf->path, strerror(errno));
+	cf->buf = malloc(1 << 16);
+	if (cf->buf)
+		setvbuf(cf->f, cf->buf, _IOFBF, 1 << 16);
+	const char *slash = strrchr(cf->path, '/');
+	json_object_set_new(json_object_get(w->meta, "files"), spm ? "spm" : "smi",
+			    json_string(slash ? slash + 1 : cf->path));
+	return 0;
+}
+
+static int io_fail(struct writer *w, struct csvs_file *cf, char *err, size_t errlen)
+{
+	int e = errno ? errno : EIO;
+	return fail(w, e, err, errlen, "%s: %s", cf->path, strerror(e));
+}
+
+static int csvs_begin(struct writer *w, const struct series_stream *s, char *err, size_t errlen)
+{
+	if (w->error)
+		return fail(w, -w->error, err, errlen, "%s: an earlier error stopped this writer", w->base);
+	if (w->nst == CSVS_MAX_STREAMS)
+		return fail(w, E2BIG, err, errlen, "%s: more than %u streams", w->base, CSVS_MAX_STREAMS);
+	bool spm = !s->source || strcmp(s->source, "smi");
+	struct csvs_file *cf = spm ? &w->spm : &w->smi;
+	int rc = file_open(w, cf, spm, err, errlen);
+	if (rc)
+		return rc;
+	struct csvs_stream *st = &w->st[w->nst];
+	st->map = calloc(s->ncols ? s->ncols : 1, sizeof(*st->map));
+	if (!st->map)
+		return fail(w, ENOMEM, err, errlen, "out of memory");
+	for (uint32_t c = 0; c < s->ncols; c++) {
+		uint32_t k;
+		for (k = 0; k < cf->ncols; k++)
+			if (!strcmp(cf->cols[k], s->cols[c].name))
+				break;
+		if (k == cf->ncols) {
+			if (cf->header_done) {
+				free(st->map);
+				return fail(w, EINVAL, err, errlen,
+					    "%s: column %s declared after the first rows", cf->path,
+					    s->cols[c].name);
+			}
+			if (cf->ncols == CSVS_MAX_COLS || !(cf->cols[k] = strdup(s->cols[c].name))) {
+				free(st->map);
+				return fail(w, ENOMEM, err, errlen, "%s: too many columns", cf->path);
+			}
+			cf->ncols++;
+		}
+		st->map[c] = k;
+	}
+	st->s = s;
+	st->file = cf;
+	w->nst++;
+	return 0;
+}
+
+static int header(struct writer *w, struct csvs_file *cf, char *err, size_t errlen)
+{
+	if (cf->header_done)
+		return 0;
+	cf->header_done = true;
+	fputs(cf->spm ? "gpu,xcc,host_ns,gpu_ticks" : "gpu,host_ns,sensor_ts", cf->f);
+	for (uint32_t k = 0; k < cf->ncols; k++) {
+		fputc(',', cf->f);
+		fputs(cf->cols[k], cf->f);
+	}
+	if (fputc('\n', cf->f) == EOF)
+		return io_fail(w, cf, err, errlen);
+	return 0;
+}
+
+static int csvs_write(struct writer *w, const struct series_chunk *c, char *err, size_t errlen)
+{
+	if (w->error)
+		return fail(w, -w->error, err, errlen, "%s: an earlier error stopped this writer", w->base);
+	struct csvs_stream *st = NULL;
+	for (uint32_t i = 0; i < w->nst; i++)
+		if (w->st[i].s == c->stream) {
+			st = &w->st[i];
+			break;
+		}
+	if (!st)
+		return fail(w, EINVAL, err, errlen, "%s: chunk of an undeclared stream", w->base);
+	struct csvs_file *cf = st->file;
+	int rc = header(w, cf, err, errlen);
+	if (rc)
+		return rc;
+	const struct series_stream *s = c->stream;
+	uint32_t nc = cf->ncols;
+	int32_t inv[CSVS_MAX_COLS];
+	for (uint32_t k = 0; k < nc; k++)
+		inv[k] = -1;
+	for (uint32_t j = 0; j < s->ncols; j++)
+		inv[st->map[j]] = (int32_t)j;
+	char line[64];
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (cf->spm)
+			snprintf(line, sizeof(line), "%u,%d,%" PRId64 ",", s->gpu, s->xcc, c->host_ns[i]);
+		else
+			snprintf(line, sizeof(line), "%u,%" PRId64 ",", s->gpu, c->host_ns[i]);
+		fputs(line, cf->f);
+		if (c->ticks)
+			fprintf(cf->f, "%" PRIu64, c->ticks[i]);
+		for (uint32_t k = 0; k < nc; k++) {
+			fputc(',', cf->f);
+			int32_t j = inv[k];
+			if (j < 0 || series_missing(c, (uint32_t)j, i))
+				continue;
+			if (s->cols[j].type == SERIES_U64)
+				fprintf(cf->f, "%" PRIu64, series_u64(c, (uint32_t)j, i));
+			else
+				fprintf(cf->f, "%.10g", series_f64(c, (uint32_t)j, i));
+		}
+		fputc('\n', cf->f);
+	}
+	if (ferror(cf->f))
+		return io_fail(w, cf, err, errlen);
+	return 0;
+}
+
+static int csvs_note(struct writer *w, const char *key, const char *json, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	json_t *x = json_loads(json, 0, NULL);
+	json_object_set_new(w->meta, key, x ? x : json_string(json));
+	return 0;
+}
+
+static int file_close(struct writer *w, struct csvs_file *cf, int rc, char *err, size_t errlen)
+{
+	if (cf->f) {
+		if (!rc && !w->error)
+			rc = header(w, cf, err, errlen);
+		errno = 0;
+		int bad = fflush(cf->f) != 0 || ferror(cf->f);
+		int e = errno;
+		if (fclose(cf->f) && !bad) {
+			bad = 1;
+			e = errno;
+		}
+		if (bad && !rc) {
+			errno = e;
+			rc = io_fail(w, cf, err, errlen);
+		}
+	}
+	free(cf->buf);
+	free(cf->path);
+	for (uint32_t k = 0; k < cf->ncols; k++)
+		free(cf->cols[k]);
+	return rc;
+}
+
+static int csvs_end(struct writer *w, char *err, size_t errlen)
+{
+	int rc = w->error;
+	rc = file_close(w, &w->spm, rc, err, errlen);
+	rc = file_close(w, &w->smi, rc, err, errlen);
+	int mrc = write_meta_file(w, rc ? NULL : err, rc ? 0 : errlen);
+	if (!rc)
+		rc = mrc;
+	for (uint32_t i = 0; i < w->nst; i++)
+		free(w->st[i].map);
+	json_decref(w->meta);
+	free(w->base);
+	free(w);
+	return rc;
+}
+
+const struct writer_ops writer_csv = {
+	.name = "csv", .ext = ".csv", .probe = csvs_probe, .open = csvs_open,
+	.begin = csvs_begin, .write = csvs_write, .end = csvs_end, .note = csvs_note,
+};
