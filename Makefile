@@ -135,7 +135,7 @@ check-asan:
 	ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) B=build-asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 check-tsan:
-	$(MAKE) B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" TSAN=1 test
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" $(MAKE) B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" TSAN=1 test
 
 bench: all $(BENCH_BIN)
 	B=$(B) sh tests/bench/run.sh

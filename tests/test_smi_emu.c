@@ -108,7 +108,8 @@ static void env_default(struct smi_env *e)
 
 struct rows {
 	uint32_t n, ncols;
-	const struct series_column *cols;
+	/* copied: the sampler's column table is freed with the sampler */
+	char names[SMI_M_COUNT + 1][32];
 	int64_t host[MAXROWS];
 	uint64_t ticks[MAXROWS];
 	double v[SMI_M_COUNT + 1][MAXROWS];
@@ -120,8 +121,9 @@ static struct rows R;
 static void on_chunk(const struct series_chunk *c, void *arg)
 {
 	struct rows *r = arg;
-	r->ncols = c->stream->ncols;
-	r->cols = c->stream->cols;
+	r->ncols = c->stream->ncols < SMI_M_COUNT + 1 ? c->stream->ncols : SMI_M_COUNT + 1;
+	for (uint32_t k = 0; k < r->ncols; k++)
+		snprintf(r->names[k], sizeof(r->names[k]), "%s", c->stream->cols[k].name);
 	for (uint32_t i = 0; i < c->n && r->n < MAXROWS; i++, r->n++) {
 		r->host[r->n] = c->host_ns[i];
 		r->ticks[r->n] = c->ticks ? c->ticks[i] : 0;
@@ -135,7 +137,7 @@ static void on_chunk(const struct series_chunk *c, void *arg)
 static int col(const struct rows *r, const char *name)
 {
 	for (uint32_t k = 0; k < r->ncols; k++)
-		if (!strcmp(r->cols[k].name, name))
+		if (!strcmp(r->names[k], name))
 			return (int)k;
 	return -1;
 }
