@@ -31,6 +31,104 @@ typedef void (*spmtap_print_fn)(enum spmtap_log_level level, const char *msg, vo
 /* NULL restores the default (stderr, level from SPMTAP_LOG_LEVEL). */
 SPMTAP_API void spmtap_set_print(spmtap_print_fn fn, void *user);
 
+/* ---- opts structs ----------------------------------------------------------
+ * Every opts struct starts with `size_t sz`, set by its _INIT macro to the
+ * size the caller was compiled with.  A shorter sz than the first version of
+ * the struct, or a longer one whose unknown tail is not all zero, is refused
+ * with -EINVAL; so new fields can be added at the end.
+ */
+
+/* ---- devices -------------------------------------------------------------- */
+
+struct spmtap_devices;
+
+struct spmtap_discover_opts {
+	size_t sz;
+	const char *sysfs_root; /* NULL: /sys/devices/virtual/kfd/kfd */
+};
+#define SPMTAP_DISCOVER_OPTS_INIT { .sz = sizeof(struct spmtap_discover_opts) }
+
+/* Every AMD GPU KFD knows, in spmtap's order (GPU 0, 1, ...).  opts may be NULL. */
+SPMTAP_API int spmtap_devices_open(struct spmtap_devices **out, const struct spmtap_discover_opts *opts);
+SPMTAP_API void spmtap_devices_close(struct spmtap_devices *list);
+SPMTAP_API int spmtap_devices_count(const struct spmtap_devices *list);
+/* Getters for GPU i: NULL / 0 when i is out of range. */
+SPMTAP_API const char *spmtap_device_name(const struct spmtap_devices *list, unsigned int i);
+SPMTAP_API const char *spmtap_device_gfx(const struct spmtap_devices *list, unsigned int i);
+SPMTAP_API uint32_t spmtap_device_gpu_id(const struct spmtap_devices *list, unsigned int i);
+SPMTAP_API uint32_t spmtap_device_num_xcc(const struct spmtap_devices *list, unsigned int i);
+SPMTAP_API uint32_t spmtap_device_num_se(const struct spmtap_devices *list, unsigned int i);
+/* The counters of GPU i's catalog: a count (or -errno), then name/description of k. */
+SPMTAP_API int spmtap_device_counter_count(const struct spmtap_devices *list, unsigned int i);
+SPMTAP_API const char *spmtap_device_counter_name(const struct spmtap_devices *list, unsigned int i,
+						  unsigned int k);
+SPMTAP_API const char *spmtap_device_counter_description(const struct spmtap_devices *list,
+							 unsigned int i, unsigned int k);
+/* 1 if counter k can be streamed by SPM, 0 if not, -errno. */
+SPMTAP_API int spmtap_device_counter_streamable(const struct spmtap_devices *list, unsigned int i,
+						unsigned int k);
+
+/* ---- decoded chunks --------------------------------------------------------
+ * A chunk is n samples of one stream (one XCC of one GPU for "spm", one GPU
+ * for "smi" sensors): host times (CLOCK_BOOTTIME ns), raw device ticks, and
+ * typed columns.  Valid only during the callback that receives it.
+ */
+struct spmtap_chunk;
+enum spmtap_type { SPMTAP_TYPE_U64 = 1, SPMTAP_TYPE_F64 = 2 };
+
+SPMTAP_API const char *spmtap_chunk_source(const struct spmtap_chunk *c); /* "spm" or "smi" */
+SPMTAP_API uint32_t spmtap_chunk_gpu(const struct spmtap_chunk *c);       /* spmtap GPU index */
+SPMTAP_API uint32_t spmtap_chunk_gpu_id(const struct spmtap_chunk *c);    /* KFD gpu_id */
+SPMTAP_API int32_t spmtap_chunk_xcc(const struct spmtap_chunk *c);        /* -1: whole GPU */
+SPMTAP_API uint32_t spmtap_chunk_n(const struct spmtap_chunk *c);
+SPMTAP_API const int64_t *spmtap_chunk_host_ns(const struct spmtap_chunk *c);
+SPMTAP_API const uint64_t *spmtap_chunk_ticks(const struct spmtap_chunk *c); /* may be NULL */
+SPMTAP_API uint32_t spmtap_chunk_ncols(const struct spmtap_chunk *c);
+SPMTAP_API const char *spmtap_chunk_col_name(const struct spmtap_chunk *c, uint32_t col);
+SPMTAP_API const char *spmtap_chunk_col_unit(const struct spmtap_chunk *c, uint32_t col);
+SPMTAP_API enum spmtap_type spmtap_chunk_col_type(const struct spmtap_chunk *c, uint32_t col);
+/* [n] values of a column of the matching type, else NULL. */
+SPMTAP_API const uint64_t *spmtap_chunk_u64(const struct spmtap_chunk *c, uint32_t col);
+SPMTAP_API const double *spmtap_chunk_f64(const struct spmtap_chunk *c, uint32_t col);
+/* [(n + 63) / 64] bitmap, bit i set = value i missing (saturated, no reading); NULL: none missing. */
+SPMTAP_API const uint64_t *spmtap_chunk_missing(const struct spmtap_chunk *c, uint32_t col);
+
+/* ---- sessions -------------------------------------------------------------- */
+
+struct spmtap_session;
+/* On the library's writer thread, chunk by chunk; nonzero fails the session. */
+typedef int (*spmtap_chunk_fn)(const struct spmtap_chunk *c, void *user);
+
+struct spmtap_session_opts {
+	size_t sz;
+	const struct spmtap_devices *devices; /* required; must outlive the session */
+	const unsigned int *gpus;             /* indices into devices; NULL: GPU 0 */
+	size_t ngpus;
+	const char *const *counters;          /* SPM counter names; none: sensors only */
+	size_t ncounters;
+	uint32_t interval;                    /* SCLK cycles per sample; 0: 32768 */
+	const char *smi;                      /* sensors: "power,energy,temp,activity,clock,all"
+						 or metric names; NULL: none */
+	uint64_t smi_interval_ns;             /* 0: 1 ms */
+	const char *dir, *name;               /* outputs DIR/NAME.ext; NULL: ".", "spmtap" */
+	const char *formats;                  /* "csv,perfetto,sqlite"; NULL/"": no files */
+	spmtap_chunk_fn on_chunk;             /* NULL: none */
+	void *user;
+};
+#define SPMTAP_SESSION_OPTS_INIT { .sz = sizeof(struct spmtap_session_opts) }
+
+/*
+ * Plan the counters on every GPU and open the outputs.  On failure *out is
+ * NULL and spmtap_session_errmsg(NULL) gives the sentence (per thread).
+ */
+SPMTAP_API int spmtap_session_open(struct spmtap_session **out, const struct spmtap_session_opts *opts);
+SPMTAP_API int spmtap_session_start(struct spmtap_session *s);
+/* Stop the counters, drain, write the end metadata, close the outputs. */
+SPMTAP_API int spmtap_session_stop(struct spmtap_session *s);
+SPMTAP_API void spmtap_session_close(struct spmtap_session *s);
+/* The last error of s (NULL: of this thread's last failed open), "" if none. */
+SPMTAP_API const char *spmtap_session_errmsg(const struct spmtap_session *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -921,6 +921,11 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	return 0;
 }
 
+const struct timebase *session_timebase(const struct session *S, size_t i)
+{
+	return i < S->ng ? S->g[i].tb : NULL;
+}
+
 const char *const *session_outputs(const struct session *S) { return (const char *const *)S->paths; }
 
 void session_close(struct session *S)

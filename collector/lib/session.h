@@ -104,6 +104,9 @@ bool session_failed(struct session *s);
 int session_stop(struct session *s, char *err, size_t errlen);
 size_t session_ngpus(const struct session *s);
 int session_gpu_stats(const struct session *s, size_t i, struct session_gpu_stats *st);
+/* GPU i's timebase (timebase.h), for tests and the public API; valid until session_close. */
+struct timebase;
+const struct timebase *session_timebase(const struct session *s, size_t i);
 /* The output files ("DIR/NAME.db", ...), NULL-terminated. */
 const char *const *session_outputs(const struct session *s);
 void session_close(struct session *s);
