@@ -200,7 +200,7 @@ static void write_gpu_node(struct emu_tw *tw, const char *t, const struct emu_gp
 	kv(p, sizeof(p), "max_engine_clk_fcompute", 1700);
 	kv(p, sizeof(p), "local_mem_size", 0);
 	kv(p, sizeof(p), "fw_version", 78);
-	kv(p, sizeof(p), "capability", 746604672);
+	kv(p, sizeof(p), "capability", 746612864); /* DoorbellType 2 (bits 13:12), as amdkfd reports for gfx9+ */
 	kv(p, sizeof(p), "debug_prop", 1495);
 	kv(p, sizeof(p), "sdma_fw_version", 8);
 	kv(p, sizeof(p), "unique_id", 0x5350000000000000ull | d->gpu_id);

@@ -145,6 +145,10 @@ static void emu_atfork_child(void)
 		emu_p.gpus[i].pdd = false;
 	emu_spm_forget_after_fork();
 	emu_struth_after_fork();
+	/* ... and no queues, CP threads, events or memory objects (amdkfd: the child is a new process). */
+	emu_queue_after_fork();
+	emu_events_after_fork();
+	emu_mem_after_fork();
 }
 
 __attribute__((constructor)) static void emu_init(void)
@@ -176,6 +180,8 @@ __attribute__((constructor)) static void emu_init(void)
 /* Process exit releases SPM like the kernel's process teardown, with truth written. */
 __attribute__((destructor)) static void emu_fini(void)
 {
-	if (emu_p.active)
+	if (emu_p.active) {
 		emu_spm_teardown_all("exit");
+		emu_queue_teardown();
+	}
 }

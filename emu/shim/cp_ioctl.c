@@ -80,6 +80,41 @@ static void emu_pm4_err(struct spmtap_emu_pm4_args *a, uint32_t at, const char *
 	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %s\n", a->gpu_id, a->err);
 }
 
+int emu_cp_run_locked(struct emu_gpu *g, const uint32_t *dw, size_t n, uint32_t mask, char *err, size_t errlen,
+		      uint32_t *err_dw)
+{
+	struct emu_gpu_regs *r = emu_gpu_regs(g);
+	if (!r) {
+		snprintf(err, errlen, "out of memory for the register file");
+		*err_dw = 0;
+		return -1;
+	}
+	if (!mask)
+		mask = (uint32_t)((1ull << g->num_xcc) - 1);
+	if (g->spm)
+		emu_spm_advance(g->spm, emu_clock_raw_ns());
+	int rc = 0;
+	/* XCCs run one after another; on an error the XCCs before it have run the whole stream. */
+	for (uint32_t k = 0; k < g->num_xcc; k++) {
+		if (!(mask & (1u << k)))
+			continue;
+		char msg[SPMTAP_EMU_PM4_ERRLEN];
+		if (emu_cp_execute(r, k, dw, n, msg, sizeof(msg), err_dw)) {
+			snprintf(err, errlen, "XCC %u: %s", k, msg);
+			rc = -1;
+			break;
+		}
+	}
+	if (!rc) {
+		g->pm4_seen = true;
+		if (g->spm)
+			g->spm->pm4_seen = true;
+	}
+	if (g->spm)
+		emu_spm_commit(g->spm);
+	return rc;
+}
+
 int emu_pm4_ioctl(void *arg)
 {
 	struct spmtap_emu_pm4_args *a = arg;
@@ -104,9 +139,8 @@ int emu_pm4_ioctl(void *arg)
 		rc = EINVAL;
 		goto out;
 	}
-	struct emu_gpu_regs *r = emu_gpu_regs(g);
 	dw = malloc((size_t)a->ndw * 4 + 4);
-	if (!r || !dw) {
+	if (!dw) {
 		rc = ENOMEM;
 		goto out;
 	}
@@ -120,30 +154,15 @@ int emu_pm4_ioctl(void *arg)
 			goto out;
 		}
 	}
-	uint32_t mask = a->xcc_mask ? a->xcc_mask : (uint32_t)((1ull << g->num_xcc) - 1);
-	if (g->spm)
-		emu_spm_advance(g->spm, emu_clock_raw_ns());
-	/* XCCs run one after another; on an error the XCCs before it have run the whole stream. */
-	for (uint32_t k = 0; k < g->num_xcc; k++) {
-		if (!(mask & (1u << k)))
-			continue;
-		uint32_t at = 0;
-		if (emu_cp_execute(r, k, dw, a->ndw, msg, sizeof(msg), &at)) {
-			char full[SPMTAP_EMU_PM4_ERRLEN + 16];
-			snprintf(full, sizeof(full), "XCC %u: %s", k, msg);
-			emu_pm4_err(a, at, full);
-			rc = EINVAL;
-			goto out;
-		}
+	uint32_t at = 0;
+	if (emu_cp_run_locked(g, dw, a->ndw, a->xcc_mask, msg, sizeof(msg), &at)) {
+		emu_pm4_err(a, at, msg);
+		rc = EINVAL;
+		goto out;
 	}
 	a->done_dw = a->ndw;
-	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %u dwords on XCC mask 0x%x\n", a->gpu_id, a->ndw, mask);
-	g->pm4_seen = true;
-	if (g->spm)
-		g->spm->pm4_seen = true;
+	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %u dwords on XCC mask 0x%x\n", a->gpu_id, a->ndw, a->xcc_mask);
 out:
-	if (g && g->spm)
-		emu_spm_commit(g->spm);
 	pthread_mutex_unlock(&emu_p.lock);
 	free(dw);
 	return rc ? emu_fail_errno(rc) : 0;
@@ -154,6 +173,11 @@ int emu_readback_ioctl(void *arg)
 	struct emu_readback_args *a = arg;
 	pthread_mutex_lock(&emu_p.lock);
 	struct emu_gpu *g = emu_gpu_by_id(a->gpu_id);
+	if (g && a->what == EMU_RB_QUEUE) {
+		int qrc = emu_queue_readback(a->gpu_id, a->addr, a->instance, &a->value);
+		pthread_mutex_unlock(&emu_p.lock);
+		return qrc ? emu_fail_errno(qrc) : 0;
+	}
 	struct emu_gpu_regs *r = g ? emu_gpu_regs(g) : NULL;
 	int rc = r ? emu_regs_peek(r, a->xcc, a->what, a->addr, a->se, a->instance, &a->value) : EINVAL;
 	pthread_mutex_unlock(&emu_p.lock);

@@ -26,6 +26,7 @@ enum emu_fd_kind { EMU_FD_NONE = 0, EMU_FD_KFD = 1, EMU_FD_RENDER = 2, EMU_FD_SE
 
 struct emu_spm;      /* spm_engine.c */
 struct emu_gpu_regs; /* regs.c */
+struct emu_cp_state; /* queues.c */
 
 struct emu_gpu {
 	uint32_t gpu_id;
@@ -37,6 +38,7 @@ struct emu_gpu {
 	bool pm4_seen;                     /* this process has run PM4 on the GPU (cp_ioctl.c) */
 	struct emu_spm *spm;               /* non-NULL while this process holds SPM */
 	struct emu_gpu_regs *regs;         /* the emulated registers; made on first use */
+	struct emu_cp_state *cp;           /* queues.c: the GPU's CP thread state; made on first queue */
 };
 
 struct emu_proc {
@@ -107,5 +109,42 @@ int emu_pm4_ioctl(void *arg);
 int emu_readback_ioctl(void *arg);
 /* The GPU's register file, made on first use; NULL when out of memory.  Under emu_p.lock. */
 struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g);
+
+/* kfd_mem.c: KFD memory objects (BOs) with real backing, the handle table, device mmaps. */
+/* amdkfd's mmap offset encoding (kfd_priv.h): type in bits 63:62, gpu_id in bits 61:46. */
+#define EMU_MMAP_TYPE_MASK (3ull << 62)
+#define EMU_MMAP_TYPE_DOORBELL (3ull << 62)
+#define EMU_MMAP_TYPE_EVENTS (2ull << 62)
+#define EMU_MMAP_TYPE_RESERVED (1ull << 62)
+#define EMU_MMAP_TYPE_MMIO (0ull << 62)
+#define EMU_MMAP_GPU_ID(id) (((uint64_t)(id)&0xFFFFull) << 46)
+#define EMU_MMAP_GET_GPU_ID(off) ((uint32_t)(((off) >> 46) & 0xFFFF))
+#define EMU_DOORBELL_SLICE 8192u /* gfx9: 1024 64-bit doorbells per process per GPU */
+int emu_mem_ioctl(unsigned long req, void *arg, int *handled);
+/* A CPU pointer to the whole BO that stays valid while the shim lives (for USERPTR: the user's address). */
+void *emu_mem_cpu(uint64_t handle, uint64_t *size);
+void *emu_mem_mmap(int kind, void *addr, size_t len, int prot, int flags, uint64_t off);
+void emu_mem_teardown(void);
+void emu_mem_after_fork(void);
+/* The GPU's doorbell page as the CP sees it (made on first use); NULL when out of memory.  Under emu_p.lock. */
+uint64_t *emu_doorbells(struct emu_gpu *g, int *fd);
+
+/* kfd_events.c: events page, interrupts from the CP, statistics. */
+void emu_event_interrupt_locked(uint32_t event_id);
+void emu_events_teardown(void);
+void emu_events_after_fork(void);
+void emu_events_set_page(uint64_t *page); /* the APU path: a KFD_MMAP_TYPE_EVENTS mmap */
+extern uint64_t emu_ev_stat_sleeps, emu_ev_stat_irqs, emu_ev_stat_irq_set;
+
+/* queues.c: CREATE/DESTROY/UPDATE_QUEUE and the CP threads that take packets off user queues. */
+int emu_queue_ioctl(unsigned long req, void *arg, int *handled);
+void emu_queue_kick_all(void);   /* someone waits on the GPU: poll now.  Under emu_p.lock. */
+void emu_queue_teardown(void);   /* last KFD close / exit */
+void emu_queue_after_fork(void); /* the child owns no queues */
+int emu_queue_readback(uint32_t gpu_id, uint32_t addr, uint32_t instance, uint32_t *value); /* under lock */
+int emu_queue_err_ioctl(void *arg);
+/* cp_ioctl.c: run dwords on the XCCs in mask (0 = all), one after another; -1 with "XCC k: ..." in err. */
+int emu_cp_run_locked(struct emu_gpu *g, const uint32_t *dw, size_t n, uint32_t mask, char *err, size_t errlen,
+		      uint32_t *err_dw);
 
 #endif

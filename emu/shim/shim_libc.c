@@ -569,13 +569,10 @@ static bool emu_fd_is_device(int fd)
 	return k == EMU_FD_KFD || k == EMU_FD_RENDER;
 }
 
-/* The KFD MMIO-remap page and doorbells: plain shared memory is enough. */
+/* BOs, doorbells, the MMIO-remap page, the events page: kfd_mem.c. */
 static void *emu_fake_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	int nflags = (flags & ~(MAP_SHARED | MAP_PRIVATE)) | MAP_SHARED | MAP_ANONYMOUS;
-	void *p = emu_real_mmap(addr, len, prot, nflags, -1, 0);
-	EMU_DBG("mmap(fake fd %d, off 0x%llx, len 0x%zx) -> %p\n", fd, (unsigned long long)off, len, p);
-	return p;
+	return emu_mem_mmap(emu_fd_kind(fd), addr, len, prot, flags, (uint64_t)off);
 }
 
 EMU_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -608,8 +605,15 @@ EMU_EXPORT int close(int fd)
 		}
 		pthread_mutex_unlock(&emu_p.lock);
 		/* The kernel's process teardown of the KFD file releases SPM. */
-		if (last)
+		if (last) {
 			emu_spm_teardown_all("close");
+			/* amdkfd's process teardown: queues first (the CP stops), then events and memory. */
+			emu_queue_teardown();
+			pthread_mutex_lock(&emu_p.lock);
+			emu_events_teardown();
+			emu_mem_teardown();
+			pthread_mutex_unlock(&emu_p.lock);
+		}
 	}
 	return emu_real_close(fd);
 }

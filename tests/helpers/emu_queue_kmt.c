@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test helper: AQL queues made with the real libhsakmt hsaKmtCreateQueue
+ * (no ROCr) on the emulated GPU with the given gpu_id, packets written by
+ * hand, completion polled on a hand-made amd_signal_t.
+ * Usage: emu_queue_kmt GPU_ID MODE [ARG]
+ *   basic        barrier-AND, PM4_IB whose register writes read back on every XCC, memory write
+ *   bad          an unknown PM4 opcode in an IB and a kernel dispatch: not completed, errors readable
+ *   hold         print "ready", then submit barriers forever (killed by the test)
+ *   idle MS      one round trip, then MS ms idle: prints "idle_cpu_pct P"
+ *   latency N    N barrier round trips: prints "p50_us A p99_us B"
+ * Prints "ok" lines, "FAIL ..." lines and exits 1 on any failure.
+ */
+#include <fcntl.h>
+#include <hsakmt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emu/common/readback.h"
+
+static int failures;
+#define CHECK(c, ...)                               \
+	do {                                        \
+		if (c) {                            \
+			printf("ok: " __VA_ARGS__); \
+		} else {                            \
+			failures++;                 \
+			printf("FAIL: " __VA_ARGS__); \
+		}                                   \
+		printf("\n");                       \
+	} while (0)
+
+struct sig {
+	int64_t kind;
+	volatile int64_t value;
+	uint64_t mailbox;
+	uint32_t event_id, r1;
+	uint64_t start_ts, end_ts, queue_ptr;
+	uint32_t r3[2];
+};
+
+struct q {
+	uint8_t *ring;
+	volatile uint64_t *wptr, *rptr, *doorbell;
+	uint32_t npkts;
+	HsaQueueResource qr;
+};
+
+static uint32_t gpu_id, node;
+static int kfd = -1;
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void *host_alloc(size_t size)
+{
+	HsaMemFlags f = { 0 };
+	void *p = NULL;
+	uint64_t va = 0;
+	f.ui32.HostAccess = 1;
+	f.ui32.ExecuteAccess = 1;
+	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
+	f.ui32.NoNUMABind = 1;
+	if (hsaKmtAllocMemory(0, size, f, &p) || hsaKmtMapMemoryToGPU(p, size, &va))
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
+static uint32_t rbq(uint32_t what, uint32_t addr, uint32_t xcc, uint32_t inst)
+{
+	struct emu_readback_args a = { gpu_id, xcc, what, addr, 0, inst, 0xDEADBEEF, 0 };
+	if (ioctl(kfd, EMU_IOC_READBACK, &a))
+		return 0xDEADBEEF;
+	return a.value;
+}
+
+/* KFD's queue_id: libhsakmt 5.2.3's QueueId points at its struct queue, whose first field it is. */
+static uint32_t kfd_qid(const struct q *q)
+{
+	return *(const uint32_t *)(uintptr_t)q->qr.QueueId;
+}
+
+static int make_queue(struct q *q, uint8_t *ctl)
+{
+	q->npkts = 64;
+	q->ring = host_alloc(64 * 64);
+	if (!q->ring)
+		return -1;
+	for (uint32_t i = 0; i < q->npkts; i++)
+		*(uint16_t *)(q->ring + 64 * i) = 1; /* INVALID */
+	q->wptr = (uint64_t *)(ctl + 0x38);
+	q->rptr = (uint64_t *)(ctl + 0x80);
+	memset(&q->qr, 0, sizeof(q->qr));
+	q->qr.Queue_read_ptr_aql = (uint64_t *)q->rptr;
+	q->qr.Queue_write_ptr_aql = (uint64_t *)q->wptr;
+	HSAKMT_STATUS st = hsaKmtCreateQueue(node, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL, q->ring,
+					     64 * 64, NULL, &q->qr);
+	if (st)
+		return -1;
+	q->doorbell = (uint64_t *)q->qr.Queue_DoorBell;
+	return 0;
+}
+
+/* Publishes one packet (body = bytes 4..63) with header dword0, rings the doorbell. */
+static uint64_t submit(struct q *q, uint32_t dword0, const uint8_t *body)
+{
+	uint64_t idx = __atomic_fetch_add(q->wptr, 1, __ATOMIC_ACQ_REL);
+	uint8_t *p = q->ring + (idx % q->npkts) * 64;
+	memcpy(p + 4, body, 60);
+	__atomic_store_n((uint32_t *)p, dword0, __ATOMIC_RELEASE);
+	__atomic_store_n(q->doorbell, idx, __ATOMIC_RELEASE);
+	return idx;
+}
+
+static void barrier_body(uint8_t *b, struct sig *s)
+{
+	memset(b, 0, 60);
+	uint64_t h = (uint64_t)(uintptr_t)s;
+	memcpy(b + 52, &h, 8);
+}
+
+static void pm4ib_body(uint8_t *b, const uint32_t *ib, uint32_t ndw, struct sig *s)
+{
+	memset(b, 0, 60);
+	uint32_t j[4] = { 0xC0023F00u, (uint32_t)(uintptr_t)ib & ~3u, (uint32_t)((uintptr_t)ib >> 32) & 0xFFFF,
+			  ndw | (1u << 23) };
+	memcpy(b, j, 16);
+	uint32_t remain = 0xA;
+	memcpy(b + 16, &remain, 4);
+	uint64_t h = (uint64_t)(uintptr_t)s;
+	memcpy(b + 52, &h, 8);
+}
+
+static int wait_zero(struct sig *s, double secs)
+{
+	double t0 = now_s();
+	while (s->value != 0)
+		if (now_s() - t0 > secs)
+			return -1;
+	return 0;
+}
+
+#define HDR_BARRIER_AND (3u | 1u << 8)
+#define HDR_VENDOR_PM4 (0u | 1u << 8 | 1u << 16)
+
+static int basic(void)
+{
+	uint8_t *ctl = host_alloc(8192);
+	struct q q;
+	CHECK(ctl && make_queue(&q, ctl) == 0, "hsaKmtCreateQueue on node %u (doorbell %p)", node,
+	      (void *)q.doorbell);
+	if (failures)
+		return 1;
+	struct sig *s = (struct sig *)(ctl + 0x100);
+	uint8_t body[60];
+	s->value = 1;
+	barrier_body(body, s);
+	uint64_t idx = submit(&q, HDR_BARRIER_AND, body);
+	CHECK(wait_zero(s, 5) == 0 && *q.rptr == idx + 1, "barrier-AND completed, rptr %llu",
+	      (unsigned long long)*q.rptr);
+	CHECK(s->end_ts >= s->start_ts && s->start_ts > 0, "timestamps %llu..%llu", (unsigned long long)s->start_ts,
+	      (unsigned long long)s->end_ts);
+	CHECK(*(uint16_t *)(q.ring + (idx % q.npkts) * 64) == 1, "header reset to INVALID");
+
+	/* PM4_IB: SET_UCONFIG_REG PERFMON_SEGMENT_SIZE and PERFMON_CNTL, then WRITE_DATA to memory. */
+	uint32_t *ib = (uint32_t *)(ctl + 0x800);
+	volatile uint32_t *marker = (uint32_t *)(ctl + 0xF00);
+	uint32_t n = 0;
+	ib[n++] = 0xC0017900u; /* SET_UCONFIG_REG, 2 body dwords */
+	ib[n++] = 0xDC84 - 0xC000;
+	ib[n++] = 0x0842100A;
+	ib[n++] = 0xC0017900u;
+	ib[n++] = 0xDC80 - 0xC000;
+	ib[n++] = 0x20003000;
+	ib[n++] = 0xC0033700u; /* WRITE_DATA to memory, 1 dword */
+	ib[n++] = (5u << 8) | (1u << 20);
+	ib[n++] = (uint32_t)(uintptr_t)marker;
+	ib[n++] = (uint32_t)((uintptr_t)marker >> 32);
+	ib[n++] = 0x600DF00Du;
+	s->value = 1;
+	pm4ib_body(body, ib, n, s);
+	submit(&q, HDR_VENDOR_PM4, body);
+	CHECK(wait_zero(s, 5) == 0, "PM4_IB completed");
+	CHECK(*marker == 0x600DF00Du, "WRITE_DATA reached memory (0x%x)", *marker);
+	HsaNodeProperties np;
+	hsaKmtGetNodeProperties(node, &np);
+	uint32_t nx = 1;
+	for (uint32_t x = 1; x < 16; x++)
+		if (rbq(EMU_RB_REG, 0xDC84, x, 0) != 0xDEADBEEF)
+			nx = x + 1;
+	for (uint32_t x = 0; x < nx; x++)
+		CHECK(rbq(EMU_RB_REG, 0xDC84, x, 0) == 0x0842100A && rbq(EMU_RB_REG, 0xDC80, x, 0) == 0x20003000,
+		      "XCC %u registers read back as the IB wrote them", x);
+	printf("xccs %u\n", nx);
+	CHECK(rbq(EMU_RB_QUEUE, EMU_RBQ_EXECUTED, 0, 0) == 2 && rbq(EMU_RB_QUEUE, EMU_RBQ_ERRORS, 0, 0) == 0,
+	      "CP counters: executed %u errors %u", rbq(EMU_RB_QUEUE, EMU_RBQ_EXECUTED, 0, 0),
+	      rbq(EMU_RB_QUEUE, EMU_RBQ_ERRORS, 0, 0));
+	CHECK(hsaKmtDestroyQueue(q.qr.QueueId) == HSAKMT_STATUS_SUCCESS, "hsaKmtDestroyQueue");
+	/* (A second hsaKmtDestroyQueue is libhsakmt's use-after-free; test_emu_queue checks the ioctl raw.) */
+	return failures != 0;
+}
+
+static int bad(void)
+{
+	uint8_t *ctl = host_alloc(8192), *ctl2 = host_alloc(8192);
+	struct q q, q2;
+	CHECK(ctl && ctl2 && make_queue(&q, ctl) == 0 && make_queue(&q2, ctl2) == 0, "two queues");
+	if (failures)
+		return 1;
+	struct sig *s = (struct sig *)(ctl + 0x100), *s2 = (struct sig *)(ctl2 + 0x100);
+	uint32_t *ib = (uint32_t *)(ctl + 0x800);
+	ib[0] = 0xC0009900u; /* opcode 0x99: not a packet the CP knows */
+	ib[1] = 0;
+	uint8_t body[60];
+	s->value = 1;
+	pm4ib_body(body, ib, 2, s);
+	uint64_t idx = submit(&q, HDR_VENDOR_PM4, body);
+	CHECK(wait_zero(s, 0.3) != 0 && s->value == 1, "IB with an unknown opcode not completed (signal %lld)",
+	      (long long)s->value);
+	CHECK(*q.rptr == idx, "read index not advanced (%llu)", (unsigned long long)*q.rptr);
+	struct emu_queue_err_args e = { .queue_id = kfd_qid(&q) };
+	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e) == 0 && e.errors == 1 && e.halted && e.packet_index == idx &&
+		      strstr(e.err, "0x99"),
+	      "error readable: [%s] at packet %llu", e.err, (unsigned long long)e.packet_index);
+	/* A kernel dispatch is not executed either. */
+	memset(body, 0, sizeof(body));
+	uint64_t h = (uint64_t)(uintptr_t)s2;
+	memcpy(body + 52, &h, 8);
+	s2->value = 1;
+	submit(&q2, 2u | 1u << 8, body);
+	CHECK(wait_zero(s2, 0.3) != 0 && s2->value == 1, "kernel dispatch not completed");
+	CHECK(rbq(EMU_RB_QUEUE, EMU_RBQ_ERRORS, 0, 0) == 2, "GPU error counter %u",
+	      rbq(EMU_RB_QUEUE, EMU_RBQ_ERRORS, 0, 0));
+	CHECK(rbq(EMU_RB_QUEUE, EMU_RBQ_Q_HALTED, 0, kfd_qid(&q2)) == 1, "second queue halted");
+	CHECK(hsaKmtDestroyQueue(q.qr.QueueId) == 0 && hsaKmtDestroyQueue(q2.qr.QueueId) == 0, "destroyed");
+	return failures != 0;
+}
+
+static int round_trip(struct q *q, struct sig *s)
+{
+	uint8_t body[60];
+	s->value = 1;
+	barrier_body(body, s);
+	submit(q, HDR_BARRIER_AND, body);
+	return wait_zero(s, 5);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s GPU_ID MODE [ARG]\n", argv[0]);
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	gpu_id = (uint32_t)strtoul(argv[1], NULL, 0);
+	const char *mode = argv[2];
+	long arg = argc > 3 ? strtol(argv[3], NULL, 0) : 0;
+	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {
+		printf("FAIL: hsaKmtOpenKFD\n");
+		return 1;
+	}
+	kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+	HsaSystemProperties sp;
+	int found = 0;
+	if (hsaKmtAcquireSystemProperties(&sp) == HSAKMT_STATUS_SUCCESS)
+		for (uint32_t n = 0; n < sp.NumNodes && !found; n++) {
+			char path[128];
+			snprintf(path, sizeof(path), "/sys/devices/virtual/kfd/kfd/topology/nodes/%u/gpu_id", n);
+			FILE *f = fopen(path, "r");
+			uint32_t id = 0;
+			if (f) {
+				if (fscanf(f, "%u", &id) == 1 && id == gpu_id) {
+					node = n;
+					found = 1;
+				}
+				fclose(f);
+			}
+		}
+	if (!found || kfd < 0) {
+		printf("FAIL: no node with gpu_id 0x%x\n", gpu_id);
+		return 1;
+	}
+	int rc;
+	if (!strcmp(mode, "basic")) {
+		rc = basic();
+	} else if (!strcmp(mode, "bad")) {
+		rc = bad();
+	} else {
+		uint8_t *ctl = host_alloc(8192);
+		struct q q;
+		if (!ctl || make_queue(&q, ctl)) {
+			printf("FAIL: queue\n");
+			return 1;
+		}
+		struct sig *s = (struct sig *)(ctl + 0x100);
+		if (!strcmp(mode, "hold")) {
+			printf("ready\n");
+			for (;;)
+				round_trip(&q, s);
+		} else if (!strcmp(mode, "idle")) {
+			round_trip(&q, s);
+			usleep(200000); /* past the fast-poll window */
+			struct rusage r0, r1;
+			double t0 = now_s();
+			getrusage(RUSAGE_SELF, &r0);
+			usleep((useconds_t)arg * 1000);
+			getrusage(RUSAGE_SELF, &r1);
+			double wall = now_s() - t0;
+			double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+				     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+				     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
+				     (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+			printf("idle_cpu_pct %.3f wakeups %u\n", 100.0 * cpu / wall,
+			       rbq(EMU_RB_QUEUE, EMU_RBQ_CP_WAKEUPS, 0, 0));
+		} else if (!strcmp(mode, "latency")) {
+			long nrt = arg > 0 ? arg : 256;
+			double *lat = calloc((size_t)nrt, sizeof(double));
+			for (long i = 0; i < nrt && lat; i++) {
+				double t0 = now_s();
+				if (round_trip(&q, s)) {
+					printf("FAIL: round trip %ld\n", i);
+					return 1;
+				}
+				lat[i] = (now_s() - t0) * 1e6;
+			}
+			qsort(lat, (size_t)nrt, sizeof(double), cmp_d);
+			printf("p50_us %.1f p99_us %.1f\n", lat[nrt / 2], lat[(nrt * 99) / 100]);
+		}
+		hsaKmtDestroyQueue(q.qr.QueueId);
+		rc = 0;
+	}
+	hsaKmtCloseKFD();
+	return rc;
+}
