@@ -148,7 +148,20 @@ install: all
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so
 	install -m 755 $(SHIM_SO) $(DESTDIR)$(LIBDIR)/spmtap/
 	install -m 644 include/spmtap.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(B)/spmtap.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	# Generated here, not copied from $(B): $(B)/spmtap.pc keeps the PREFIX of
+	# the build, and `make install PREFIX=...` must point pkg-config at this one.
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	  include/spmtap.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/spmtap.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/spmtap.pc
+
+# examples/*.c against the build tree's shared library (docs: examples/README.md
+# builds them the installed way, with pkg-config).
+EXAMPLE_BIN := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+$(B)/examples/%: examples/%.c $(B)/libspmtap.so include/spmtap.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -Iinclude -o $@ $< -L$(B) -lspmtap -Wl,-rpath,$(abspath $(B))
+examples: $(EXAMPLE_BIN)
+.PHONY: examples
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
