@@ -32,72 +32,6 @@ static void outerr(const char *msg)
 	fprintf(stderr, "spmtap record: %s\n", msg);
 }
 
-/* "power,energy,temp,activity" -> SMI_M_BIT set; groups expand. */
-static int parse_smi(const char *spec, uint32_t *mask)
-{
-	static const struct { const char *name; uint32_t bits; } groups[] = {
-		{ "power", SMI_M_BIT(SMI_M_POWER_AVG) | SMI_M_BIT(SMI_M_POWER_CUR) },
-		{ "energy", SMI_M_BIT(SMI_M_ENERGY) },
-		{ "temp", SMI_M_BIT(SMI_M_TEMP_EDGE) | SMI_M_BIT(SMI_M_TEMP_HOTSPOT) |
-			  SMI_M_BIT(SMI_M_TEMP_MEM) | SMI_M_BIT(SMI_M_TEMP_VRSOC) },
-		{ "activity", SMI_M_BIT(SMI_M_GFX_ACTIVITY) | SMI_M_BIT(SMI_M_UMC_ACTIVITY) |
-			      SMI_M_BIT(SMI_M_MM_ACTIVITY) },
-		{ "clock", SMI_M_BIT(SMI_M_GFXCLK) | SMI_M_BIT(SMI_M_SOCCLK) | SMI_M_BIT(SMI_M_UCLK) },
-		{ "all", (1u << SMI_M_COUNT) - 1 },
-	};
-	char *dup = strdup(spec), *save = NULL;
-	if (!dup)
-		return -ENOMEM;
-	*mask = 0;
-	int rc = 0;
-	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		size_t g;
-		for (g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
-			if (!strcmp(groups[g].name, t))
-				break;
-		if (g < sizeof(groups) / sizeof(groups[0])) {
-			*mask |= groups[g].bits;
-			continue;
-		}
-		int m = smi_metric_lookup(t);
-		if (m < 0) {
-			fprintf(stderr, "spmtap record: --smi %s: unknown sensor (power, energy, temp, "
-					"activity, clock, all, or a name from `spmtap list --smi`)\n", t);
-			rc = -EINVAL;
-			break;
-		}
-		*mask |= SMI_M_BIT(m);
-	}
-	free(dup);
-	return rc;
-}
-
-static int parse_formats(const char *spec, const struct writer_ops **out, size_t *n)
-{
-	char *dup = strdup(spec ? spec : "csv"), *save = NULL;
-	if (!dup)
-		return -ENOMEM;
-	*n = 0;
-	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		const struct writer_ops *w = writer_find(t);
-		if (!w) {
-			fprintf(stderr, "spmtap record: -f %s: unknown format; known:", t);
-			for (const struct writer_ops *const *k = writers(); *k; k++)
-				fprintf(stderr, " %s", (*k)->name);
-			fputc('\n', stderr);
-			free(dup);
-			return -EINVAL;
-		}
-		bool dup_fmt = false;
-		for (size_t i = 0; i < *n; i++)
-			dup_fmt |= out[i] == w;
-		if (!dup_fmt && *n < SESSION_MAX_WRITERS)
-			out[(*n)++] = w;
-	}
-	free(dup);
-	return 0;
-}
-
 static int parse_devices(const struct cli_target *t, const char *spec, uint32_t *gpus, size_t *n)
 {
 	char err[SPM_ERRLEN];
@@ -183,8 +117,21 @@ static void summary(struct session *S, double secs)
 			" trailing, %" PRIu64 " pre-program bytes (first buffer)", st.gpu, pre, trail,
 			st.first_buffer_bytes);
 	}
-	for (const char *const *p = session_outputs(S); *p; p++)
-		fprintf(stderr, "spmtap record: wrote %s\n", *p);
+	for (const char *const *p = session_outputs(S); *p; p++) {
+		size_t l = strlen(*p);
+		if (l < 4 || strcmp(*p + l - 4, ".csv")) {
+			fprintf(stderr, "spmtap record: wrote %s\n", *p);
+			continue;
+		}
+		/* the CSV writer makes one file per source next to NAME (docs/formats/csv.md) */
+		static const char *const parts[] = { "_spm.csv", "_smi.csv", "_meta.json" };
+		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
+			char f[4096];
+			snprintf(f, sizeof(f), "%.*s%s", (int)(l - 4), *p, parts[k]);
+			if (access(f, F_OK) == 0)
+				fprintf(stderr, "spmtap record: wrote %s\n", f);
+		}
+	}
 }
 
 int record_session(const struct rec_opts *o)
@@ -211,7 +158,9 @@ int record_session(const struct rec_opts *o)
 		cli_target_free(&t);
 		return t.ndev ? EXIT_USAGE : EXIT_FAIL;
 	}
-	if (parse_formats(o->formats, fmts, &nfmt) < 0 || (o->smi && parse_smi(o->smi, &smi) < 0)) {
+	if (session_parse_formats(o->formats ? o->formats : "csv", fmts, &nfmt, err, sizeof(err)) < 0 ||
+	    (o->smi && session_parse_smi(o->smi, &smi, err, sizeof(err)) < 0)) {
+		fprintf(stderr, "spmtap record: %s\n", err);
 		cli_target_free(&t);
 		return EXIT_USAGE;
 	}

@@ -260,8 +260,8 @@ static int api_on_chunk(const struct series_chunk *c, void *user)
 	return A->on_chunk((const struct spmtap_chunk *)(const void *)c, A->user);
 }
 
-/* "power,energy,temp,activity,clock,all" or metric names -> SMI_M_BIT set. */
-static int parse_smi(const char *spec, uint32_t *mask, char *err, size_t errlen)
+/* "power,energy,temp,activity,clock,all" or metric names -> SMI_M_BIT set (session.h). */
+int session_parse_smi(const char *spec, uint32_t *mask, char *err, size_t errlen)
 {
 	static const struct { const char *name; uint32_t bits; } groups[] = {
 		{ "power", SMI_M_BIT(SMI_M_POWER_AVG) | SMI_M_BIT(SMI_M_POWER_CUR) },
@@ -299,8 +299,8 @@ static int parse_smi(const char *spec, uint32_t *mask, char *err, size_t errlen)
 	return rc;
 }
 
-static int parse_formats(const char *spec, const struct writer_ops **out, size_t *n, char *err,
-			 size_t errlen)
+int session_parse_formats(const char *spec, const struct writer_ops **out, size_t *n, char *err,
+			  size_t errlen)
 {
 	*n = 0;
 	if (!spec || !*spec)
@@ -359,9 +359,9 @@ int spmtap_session_open(struct spmtap_session **out, const struct spmtap_session
 	size_t nfmt = 0;
 	int rc = 0;
 	if (o->smi && *o->smi)
-		rc = parse_smi(o->smi, &smi, A->err, sizeof(A->err));
+		rc = session_parse_smi(o->smi, &smi, A->err, sizeof(A->err));
 	if (!rc)
-		rc = parse_formats(o->formats, A->fmts, &nfmt, A->err, sizeof(A->err));
+		rc = session_parse_formats(o->formats, A->fmts, &nfmt, A->err, sizeof(A->err));
 	if (!rc && o->dir && *o->dir && mkdir(o->dir, 0755) < 0 && errno != EEXIST)
 		rc = spmtap_seterr(A->err, sizeof(A->err), errno, "%s: %s", o->dir, strerror(errno));
 	if (!rc) {

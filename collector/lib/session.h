@@ -111,4 +111,13 @@ const struct timebase *session_timebase(const struct session *s, size_t i);
 const char *const *session_outputs(const struct session *s);
 void session_close(struct session *s);
 
+/*
+ * Option parsing shared by the CLI and the public API: --smi groups or
+ * metric names -> SMI_M_BIT mask; -f formats -> writer ops (duplicates
+ * dropped).  0, or -errno with a sentence in err.
+ */
+int session_parse_smi(const char *spec, uint32_t *mask, char *err, size_t errlen);
+int session_parse_formats(const char *spec, const struct writer_ops **out, size_t *n, char *err,
+			  size_t errlen);
+
 #endif
