@@ -50,11 +50,14 @@ static int emu_acquire_vm(const struct kfd_ioctl_acquire_vm_args *a)
 
 static int emu_clock_counters(struct kfd_ioctl_get_clock_counters_args *a)
 {
+	/* Both host clocks back to back, as kfd_ioctl_get_clock_counters reads them;
+	 * the GPU counter is a function of RAW, so it is computed afterwards. */
 	uint64_t raw = emu_clock_raw_ns();
+	uint64_t boot = emu_clock_boottime_ns();
 	/* amdkfd: a gpu_id without a GPU (the CPU node) gives GPU counter 0 and success. */
 	a->gpu_clock_counter = emu_gpu_by_id(a->gpu_id) ? emu_clock_ticks(raw) : 0;
 	a->cpu_clock_counter = raw;
-	a->system_clock_counter = emu_clock_boottime_ns();
+	a->system_clock_counter = boot;
 	a->system_clock_freq = 1000000000ull;
 	return 0;
 }
