@@ -35,36 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Best of several passes over a buffer larger than the caches. */
-static double memcpy_rate(void)
-{
-	size_t n = 64u << 20;
-	char *a = malloc(n), *b = malloc(n);
-	if (!a || !b)
-		exit(1);
-	memset(a, 1, n);
-	memset(b, 2, n);
-	double best = 0;
-	for (int i = 0; i < 8; i++) {
-		double t0 = now_s();
-		memcpy(i & 1 ? a : b, i & 1 ? b : a, n);
-		double r = (double)n / (now_s() - t0);
-		if (r > best)
-			best = r;
-	}
-	volatile char sink = a[n / 2] + b[n / 3];
-	(void)sink;
-	free(a);
-	free(b);
-	return best;
-}
+#include "bench_util.h"
 
 struct trial {
 	double bytes;          /* SPM bytes decoded, from the recording's accounting */

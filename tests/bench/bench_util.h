@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared by the benchmarks: a monotonic clock and this machine's memcpy rate for scale. */
+#ifndef SPMTAP_BENCH_UTIL_H
+#define SPMTAP_BENCH_UTIL_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Best of several passes over a buffer larger than the caches, in bytes/s. */
+static inline double memcpy_rate(void)
+{
+	size_t n = 64u << 20;
+	char *a = malloc(n), *b = malloc(n);
+	if (!a || !b)
+		exit(1);
+	memset(a, 1, n);
+	memset(b, 2, n);
+	double best = 0;
+	for (int i = 0; i < 8; i++) {
+		double t0 = now_s();
+		memcpy(i & 1 ? a : b, i & 1 ? b : a, n);
+		double r = (double)n / (now_s() - t0);
+		if (r > best)
+			best = r;
+	}
+	volatile char sink = a[n / 2] + b[n / 3];
+	(void)sink;
+	free(a);
+	free(b);
+	return best;
+}
+
+#endif
