@@ -107,15 +107,15 @@ $(CLI): $(CLI_OBJ) $(LIB_A) $(EMU_A)
 
 $(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit $(LIBS)
 
 $(B)/bench/%: tests/bench/%.c $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS)
 
 $(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS)
 
 # Test doubles of vendor libraries: libamd_smi in its 6.x and 7.x symbol and
 # struct variants, so the fallback binding in collector/lib/smi_amdsmi.c runs.
@@ -166,7 +166,7 @@ examples: $(EXAMPLE_BIN)
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/tests $(B)/bench -name '*.d' 2>/dev/null)
 
 # Install the Debian packages the build and the tests need (README, .ci/run).
 deps:
