@@ -39,61 +39,31 @@ static int spm_result(HSAKMT_STATUS st, int saved_errno, const char *call)
 	return spm_hsakmt_status_errno(st, call);
 }
 
-/* hsaKmtOpenKFD only says "failed"; the device node says why. */
-static int open_failure(HSAKMT_STATUS st, char *err, size_t errlen)
-{
-	if (access("/dev/kfd", F_OK) != 0)
-		return spmtap_seterr(err, errlen, ENODEV,
-				     "no KFD device (no /dev/kfd); on a machine without an AMD GPU "
-				     "use --emulate PROFILE");
-	if (access("/dev/kfd", R_OK | W_OK) != 0)
-		return spmtap_seterr(err, errlen, EACCES,
-				     "hsaKmtOpenKFD failed: /dev/kfd is not readable and writable "
-				     "by this user (add the user to the video and render groups)");
-	int e = -spm_hsakmt_status_errno(st, "hsaKmtOpenKFD");
-	return spmtap_seterr(err, errlen, e, "hsaKmtOpenKFD failed with HSAKMT_STATUS %d (%s)",
-			     (int)st, spm_hsakmt_status_name(st));
-}
-
 static int hsakmt_open(struct spm_backend **out, const struct spm_device *devs, size_t ndev,
 		       char *err, size_t errlen)
 {
 	const struct spm_hsakmt *k;
-	int r = spm_hsakmt_load(&k, err, errlen);
+	int r = spm_hsakmt_open(&k, false, err, errlen);
 	if (r)
 		return r;
-
-	HSAKMT_STATUS st = k->open_kfd();
-	if (st != HSAKMT_STATUS_SUCCESS)
-		return open_failure(st, err, errlen);
-
-	/* Node validation and libhsakmt's node → gpu_id map need this snapshot (SPM.md 8.3). */
+	/* Node validation and libhsakmt's node → gpu_id map need the snapshot (SPM.md 8.3). */
 	HsaSystemProperties sp;
-	st = k->acquire_sysprops(&sp);
-	if (st != HSAKMT_STATUS_SUCCESS) {
-		r = spm_hsakmt_status_errno(st, "hsaKmtAcquireSystemProperties");
-		k->close_kfd();
-		return spmtap_seterr(err, errlen, r,
-				     "hsaKmtAcquireSystemProperties failed with HSAKMT_STATUS %d (%s)",
-				     (int)st, spm_hsakmt_status_name(st));
-	}
+	HSAKMT_STATUS st = k->acquire_sysprops(&sp);
+	if (st != HSAKMT_STATUS_SUCCESS)
+		return spmtap_seterr(err, errlen, -spm_hsakmt_status_errno(st, "hsaKmtAcquireSystemProperties"),
+				     "hsaKmtAcquireSystemProperties failed with HSAKMT_STATUS %d (%s)", (int)st,
+				     spm_hsakmt_status_name(st));
 	for (size_t i = 0; i < ndev; i++) {
-		if (devs[i].node >= sp.NumNodes) {
-			k->release_sysprops();
-			k->close_kfd();
+		if (devs[i].node >= sp.NumNodes)
 			return spmtap_seterr(err, errlen, ENODEV,
 					     "libhsakmt sees %u topology nodes but GPU %u is node %u; "
 					     "the topology changed since discovery",
 					     sp.NumNodes, devs[i].index, devs[i].node);
-		}
 	}
 
 	struct hsakmt_backend *hb = calloc(1, sizeof(*hb));
-	if (!hb) {
-		k->release_sysprops();
-		k->close_kfd();
+	if (!hb)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
-	}
 	hb->base.ops = &spm_backend_hsakmt;
 	hb->k = k;
 	hb->num_nodes = sp.NumNodes;
@@ -149,10 +119,8 @@ static void hsakmt_close(struct spm_backend *b)
 {
 	if (!b)
 		return;
-	struct hsakmt_backend *hb = to_hb(b);
-	hb->k->release_sysprops();
-	hb->k->close_kfd();
-	free(hb);
+	/* KFD and the snapshot stay open for the process (spm_hsakmt_open). */
+	free(to_hb(b));
 }
 
 const struct spm_backend_ops spm_backend_hsakmt = {

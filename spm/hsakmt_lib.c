@@ -5,9 +5,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "spm/backend_priv.h"
+#include "spm/hsa_lib.h"
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static struct spm_hsakmt lib;
@@ -50,6 +52,16 @@ static void load(void)
 		return;
 	}
 	lib_ok = true;
+	/* Every libhsakmt has these; resolved apart so that their absence costs the submitter only. */
+	lib.has_queues = resolve(h, "hsaKmtAllocMemory", &lib.alloc_memory) &&
+			 resolve(h, "hsaKmtFreeMemory", &lib.free_memory) &&
+			 resolve(h, "hsaKmtMapMemoryToGPU", &lib.map_memory_to_gpu) &&
+			 resolve(h, "hsaKmtUnmapMemoryToGPU", &lib.unmap_memory_to_gpu) &&
+			 resolve(h, "hsaKmtCreateQueue", &lib.create_queue) &&
+			 resolve(h, "hsaKmtDestroyQueue", &lib.destroy_queue) &&
+			 resolve(h, "hsaKmtCreateEvent", &lib.create_event) &&
+			 resolve(h, "hsaKmtDestroyEvent", &lib.destroy_event) &&
+			 resolve(h, "hsaKmtWaitOnEvent", &lib.wait_on_event);
 }
 
 int spm_hsakmt_load(const struct spm_hsakmt **out, char *reason, size_t len)
@@ -61,6 +73,55 @@ int spm_hsakmt_load(const struct spm_hsakmt **out, char *reason, size_t len)
 	}
 	*out = &lib;
 	return 0;
+}
+
+/* hsaKmtOpenKFD only says "failed"; the device node says why. */
+static int open_failure(HSAKMT_STATUS st, char *err, size_t errlen)
+{
+	if (access("/dev/kfd", F_OK) != 0)
+		return spmtap_seterr(err, errlen, ENODEV,
+				     "no KFD device (no /dev/kfd); on a machine without an AMD GPU "
+				     "use --emulate PROFILE");
+	if (access("/dev/kfd", R_OK | W_OK) != 0)
+		return spmtap_seterr(err, errlen, EACCES,
+				     "hsaKmtOpenKFD failed: /dev/kfd is not readable and writable "
+				     "by this user (add the user to the video and render groups)");
+	int e = -spm_hsakmt_status_errno(st, "hsaKmtOpenKFD");
+	return spmtap_seterr(err, errlen, e, "hsaKmtOpenKFD failed with HSAKMT_STATUS %d (%s)",
+			     (int)st, spm_hsakmt_status_name(st));
+}
+
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool kfd_opened;
+
+int spm_hsakmt_open(const struct spm_hsakmt **out, bool rocr_first, char *reason, size_t len)
+{
+	int r = spm_hsakmt_load(out, reason, len);
+	if (r)
+		return r;
+	pthread_mutex_lock(&open_lock);
+	const struct spm_hsa_lib *h;
+	if (rocr_first && !kfd_opened && spm_hsa_load(&h, NULL, 0) == 0)
+		spm_hsa_open(&h, NULL, 0); /* its failure is the rocr submitter's to report */
+	if (!kfd_opened) {
+		/* ALREADY_OPENED: another user in this process (ROCr) opened it; the count went up all the same. */
+		HSAKMT_STATUS st = lib.open_kfd();
+		if (st != HSAKMT_STATUS_SUCCESS && st != HSAKMT_STATUS_KERNEL_ALREADY_OPENED) {
+			r = open_failure(st, reason, len);
+		} else {
+			HsaSystemProperties sp;
+			st = lib.acquire_sysprops(&sp);
+			if (st != HSAKMT_STATUS_SUCCESS)
+				r = spmtap_seterr(reason, len, -spm_hsakmt_status_errno(st, "hsaKmtAcquireSystemProperties"),
+						  "hsaKmtAcquireSystemProperties failed with HSAKMT_STATUS %d (%s)",
+						  (int)st, spm_hsakmt_status_name(st));
+			kfd_opened = r == 0;
+		}
+	}
+	pthread_mutex_unlock(&open_lock);
+	if (r)
+		*out = NULL;
+	return r;
 }
 
 const struct spm_hsakmt *spm_hsakmt_loaded(void)

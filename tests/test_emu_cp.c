@@ -11,7 +11,7 @@
 #include "emu/common/emu.h"
 #include "emu/common/readback.h"
 #include "test_emu_util.h"
-#include "uapi/spmtap_emu.h"
+#include "emu/common/test_pm4.h"
 
 #define SPEC "mi300a,mi210"
 
@@ -40,15 +40,15 @@ static void uconfig(struct pm4 *p, uint32_t addr, uint32_t val)
 	put(p, val);
 }
 
-static int submit(uint32_t gpu, uint32_t mask, const struct pm4 *p, struct spmtap_emu_pm4_args *out)
+static int submit(uint32_t gpu, uint32_t mask, const struct pm4 *p, struct emu_test_pm4_args *out)
 {
-	struct spmtap_emu_pm4_args a;
+	struct emu_test_pm4_args a;
 	memset(&a, 0, sizeof(a));
 	a.pm4 = (uint64_t)(uintptr_t)p->dw;
 	a.ndw = p->n;
 	a.gpu_id = gpu;
 	a.xcc_mask = mask;
-	int rc = ioctl(kfd, SPMTAP_EMU_IOC_SUBMIT_PM4, &a) ? errno : 0;
+	int rc = ioctl(kfd, EMU_IOC_TEST_PM4, &a) ? errno : 0;
 	if (out)
 		*out = a;
 	if (rc && !out)
@@ -92,7 +92,7 @@ static void test_set_uconfig_and_sh(void)
 	for (int i = 0; i < 6; i++)
 		put(&p, i ? 0 : 0x28C40000);
 	put(&p, 0x80000000u); /* type-2 filler */
-	struct spmtap_emu_pm4_args a;
+	struct emu_test_pm4_args a;
 	CU_ASSERT_EQUAL_FATAL(submit(G3, 0, &p, &a), 0);
 	CU_ASSERT_EQUAL(a.done_dw, p.n);
 	for (uint32_t k = 0; k < 6; k++) {
@@ -151,7 +151,7 @@ static void test_write_data(void)
 
 static void expect_error(uint32_t gpu, const struct pm4 *p, uint32_t at, const char *const *needles)
 {
-	struct spmtap_emu_pm4_args a;
+	struct emu_test_pm4_args a;
 	CU_ASSERT_EQUAL(submit(gpu, 1, p, &a), EINVAL);
 	CU_ASSERT_EQUAL(a.err_dw, at);
 	CU_ASSERT_EQUAL(a.done_dw, at);
@@ -206,7 +206,7 @@ static void test_errors_name_the_culprit(void)
 	uconfig(&p, 0xC200, 0xE0000000);
 	CU_ASSERT_EQUAL(submit(G3, 0, &p, NULL), 0);
 	/* bad channel arguments */
-	struct spmtap_emu_pm4_args a;
+	struct emu_test_pm4_args a;
 	CU_ASSERT_EQUAL(submit(0xDEAD, 0, &p, &a), EINVAL);
 	CU_ASSERT_EQUAL(submit(G3, 1u << 6, &p, &a), EINVAL);
 	CU_ASSERT_EQUAL(submit(G2, 2, &p, &a), EINVAL);

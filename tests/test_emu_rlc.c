@@ -12,7 +12,7 @@
 
 #include "emu/common/emu.h"
 #include "test_emu_util.h"
-#include "uapi/spmtap_emu.h"
+#include "emu/common/test_pm4.h"
 
 #define SPEC "mi300a,mi210"
 #define INTERVAL 65504u
@@ -124,12 +124,12 @@ static void stop_program(struct pm4 *p)
 
 static int submit(uint32_t gpu, const struct pm4 *p)
 {
-	struct spmtap_emu_pm4_args a;
+	struct emu_test_pm4_args a;
 	memset(&a, 0, sizeof(a));
 	a.pm4 = (uint64_t)(uintptr_t)p->dw;
 	a.ndw = p->n;
 	a.gpu_id = gpu;
-	int rc = ioctl(kfd, SPMTAP_EMU_IOC_SUBMIT_PM4, &a) ? errno : 0;
+	int rc = ioctl(kfd, EMU_IOC_TEST_PM4, &a) ? errno : 0;
 	if (rc)
 		fprintf(stderr, "submit: %s\n", a.err);
 	return rc;

@@ -51,7 +51,8 @@ static inline int kfd_open_vm(const uint32_t *gpu_ids, const unsigned *minors, i
 		snprintf(path, sizeof(path), "/dev/dri/renderD%u", minors[i]);
 		int drm = open(path, O_RDWR | O_CLOEXEC);
 		struct spmtap_kfd_acquire_vm_args a = { (uint32_t)drm, gpu_ids[i] };
-		if (drm < 0 || ioctl(kfd, SPMTAP_KFD_IOC_ACQUIRE_VM, &a))
+		/* EBUSY: this process's VM came from another render-node file (libhsakmt's), as amdkfd says. */
+		if (drm < 0 || (ioctl(kfd, SPMTAP_KFD_IOC_ACQUIRE_VM, &a) && errno != EBUSY))
 			return -1;
 	}
 	return kfd;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "collector/cli/record.h"
+#include "spm/submit.h"
 #include "collector/lib/writer.h"
 #include "spm/plan.h"
 
@@ -60,6 +61,9 @@ const char cmd_record_usage[] =
 	"                         directory still means --duration (compatibility)\n"
 	"  --device D             GPU: index (0), gpu_id (0x1234) or gpu_id:0x1234\n"
 	"  --spm-backend NAME     hsakmt, kfd or hsa (default: the first usable)\n"
+	"  --submitter NAME       how the counter program reaches the GPU: rocr (a ROCr\n"
+	"                         queue) or hsakmt (a libhsakmt queue); default: the\n"
+	"                         first that works (`spmtap list` says which and why)\n"
 	"  --spm-gen A|B|auto     kernel generation; auto probes it (default)\n"
 	"  --buffers N            destination buffers, 2..64 (default 3)\n"
 	"  --buffer-size BYTES    per buffer, k/M/G suffixes (default 8M); rounded to\n"
@@ -123,7 +127,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
 	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
-	       O_SPM_CLOCK };
+	       O_SPM_CLOCK, O_SUBMITTER };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -136,6 +140,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "spm-clock-hz", required_argument, NULL, O_SPM_CLOCK },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "spm-backend", required_argument, NULL, O_BACKEND },
+		{ "submitter", required_argument, NULL, O_SUBMITTER },
 		{ "spm-gen", required_argument, NULL, O_GEN },
 		{ "buffers", required_argument, NULL, O_BUFFERS },
 		{ "buffer-size", required_argument, NULL, O_BUFSIZE },
@@ -194,6 +199,14 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			break;
 		case O_DEVICE: o->device = optarg; break;
 		case O_BACKEND: o->backend = optarg; break;
+		case O_SUBMITTER:
+			if (!spm_submitter_find(optarg)) {
+				fprintf(stderr, "spmtap record: --submitter %s: expected one of %s\n", optarg,
+					spm_submitter_names());
+				return EXIT_USAGE;
+			}
+			o->submitter = optarg;
+			break;
 		case O_GEN:
 			if (!strcasecmp(optarg, "A"))
 				o->gen = SPM_GEN_A;

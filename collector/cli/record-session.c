@@ -182,7 +182,7 @@ int record_session(const struct rec_opts *o)
 	}
 	cmdline = join_argv(o->argc, o->argv);
 	struct session_opts so = {
-		.devs = t.devs, .ndev = t.ndev, .gpus = gpus, .ngpus = ngpus, .backend = t.ops,
+		.devs = t.devs, .ndev = t.ndev, .gpus = gpus, .ngpus = ngpus, .backend = t.ops, .submitter = o->submitter,
 		.counters = o->counters, .ncounters = o->ncounters, .interval = o->interval,
 		.per_se = o->per_se, .per_instance = o->per_instance, .gen = o->gen,
 		.nbuffers = o->nbuffers, .buffer_size = o->buffer_size,

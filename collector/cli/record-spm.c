@@ -30,7 +30,6 @@
 #include "spm/pm4.h"
 #include "spm/submit.h"
 
-#define SUBMIT_TIMEOUT_MS 5000u
 
 struct session {
 	const struct rec_opts *o;
@@ -138,21 +137,18 @@ static int prepare(struct session *x)
 	return st;
 }
 
-/* The first submitter that can reach this GPU; probed after ACQUIRE_VM so the channel sees us. */
+/*
+ * The queue that carries the counter program: made before the backend
+ * opens, because libhsakmt takes the KFD VM itself and a backend with a
+ * render fd of its own (kfd) must come second (spm/submit.h).
+ */
 static int pick_submitter(struct session *x)
 {
-	char reason[SPM_ERRLEN] = "";
-	for (const struct spm_submitter_ops *const *s = spm_submitters(); *s; s++) {
-		reason[0] = '\0';
-		if ((*s)->probe(x->t.dev, reason, sizeof(reason)) < 0)
-			continue;
-		if ((*s)->create(&x->sub, x->t.dev, reason, sizeof(reason)) < 0)
-			continue;
-		x->sops = *s;
-		return EXIT_OK;
+	if (spm_submitter_open(x->t.dev, x->o->submitter, &x->sops, &x->sub, NULL, x->err, sizeof(x->err)) < 0) {
+		outerr("%s", x->err);
+		return EXIT_FAIL;
 	}
-	outerr("%s", reason[0] ? reason : "no way to submit the counter program to this GPU");
-	return EXIT_FAIL;
+	return EXIT_OK;
 }
 
 static int open_stream(struct session *x)
@@ -262,7 +258,7 @@ static int open_outputs(struct session *x)
 static int submit(struct session *x, const struct spm_pm4 *p, const char *what)
 {
 	char e[SPM_ERRLEN] = "";
-	int rc = x->sops->submit(x->sub, p->dw, p->n, SUBMIT_TIMEOUT_MS, e, sizeof(e));
+	int rc = x->sops->submit(x->sub, p->dw, p->n, SPM_SUBMIT_TIMEOUT_MS, e, sizeof(e));
 	if (rc < 0)
 		outerr("the %s program (%zu dwords) failed: %s", what, p->n, e[0] ? e : spmtap_strerror(rc));
 	return rc;
@@ -468,10 +464,10 @@ static void cleanup(struct session *x)
 	prime_free(&x->prime);
 	dthr_close(x->dt);
 	spm_stream_close(x->s);
-	if (x->b)
-		x->t.ops->close(x->b);
 	if (x->sub)
 		x->sops->destroy(x->sub);
+	if (x->b)
+		x->t.ops->close(x->b);
 	if (x->raw)
 		rawfile_finish(x->raw, NULL, 0);
 	csv_close(x->csv);
@@ -490,9 +486,9 @@ int record_spm(const struct rec_opts *o)
 	struct session x = { .o = o, .csv_fd = -1 };
 	int st = prepare(&x);
 	if (st == EXIT_OK)
-		st = open_stream(&x);
-	if (st == EXIT_OK)
 		st = pick_submitter(&x);
+	if (st == EXIT_OK)
+		st = open_stream(&x);
 	if (st == EXIT_OK)
 		st = open_outputs(&x);
 	if (st == EXIT_OK)

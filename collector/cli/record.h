@@ -33,6 +33,7 @@ struct rec_opts {
 	double duration;
 	const char *device;
 	const char *backend;
+	const char *submitter;               /* --submitter: rocr, hsakmt (default: the first that works) */
 	enum spm_gen gen;
 	uint32_t nbuffers;
 	uint64_t buffer_size;

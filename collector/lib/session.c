@@ -26,7 +26,6 @@
 #include "spm/submit.h"
 #include "spmtap.h"
 
-#define SUBMIT_TIMEOUT_MS 5000u
 #define ERRLEN (SPM_ERRLEN + 256)
 
 /* ---- the bounded queue between producers and the writer thread --------- */
@@ -152,6 +151,7 @@ struct sgpu {
 	bool pm4_init;
 	const struct spm_submitter_ops *sops;
 	struct spm_submitter *sub;
+	char sub_note[SPM_ERRLEN];      /* why a preferred submitter was passed over */
 	struct spm_stream *st;
 	struct prime prime;
 	struct feeder *f;
@@ -437,20 +437,6 @@ static int gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errl
 	char note[256];
 	g->size = feeder_round_size(o->buffer_size ? o->buffer_size : FEEDER_DEFAULT_SIZE,
 				    g->dev->num_xcc, note, sizeof(note));
-	/* The first submitter that can reach this GPU; probed after ACQUIRE_VM. */
-	char reason[SPM_ERRLEN] = "";
-	for (const struct spm_submitter_ops *const *sp = spm_submitters(); *sp; sp++) {
-		reason[0] = 0;
-		if ((*sp)->probe(g->dev, reason, sizeof(reason)) < 0)
-			continue;
-		if ((*sp)->create(&g->sub, g->dev, reason, sizeof(reason)) < 0)
-			continue;
-		g->sops = *sp;
-		break;
-	}
-	if (!g->sops)
-		return spmtap_seterr(err, errlen, ENODEV, "%s: %s", label,
-				     reason[0] ? reason : "no way to submit the counter program");
 	struct dthr_opts dto = {
 		.layout = g->layout, .nstreams = g->nstreams, .per_se = o->per_se,
 		.loss = g->gen == SPM_GEN_B ? DTHR_LOSS_ALIGNED : DTHR_LOSS_RESYNC,
@@ -523,6 +509,12 @@ static json_t *meta_json(struct session *S)
 			"spm_gen", spm_gen_name(g->gen), "interval",
 			(int)(g->plan ? g->plan->interval : 0), "smi_source",
 			g->smi && g->probe.ops ? g->probe.ops->name : NULL));
+		if (g->sops) {
+			json_t *d = json_array_get(devs, json_array_size(devs) - 1);
+			json_object_set_new(d, "submitter", json_string(g->sops->name));
+			if (g->sub_note[0])
+				json_object_set_new(d, "submitter_note", json_string(g->sub_note));
+		}
 		if (g->smi_note[0])
 			json_array_append_new(smi, json_string(g->smi_note));
 	}
@@ -627,9 +619,6 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 		if (!S->bops)
 			return spmtap_seterr(err, errlen, ENODEV, "no SPM backend is usable: %s", reason);
 	}
-	int rc = S->bops->open(&S->b, o->devs, o->ndev, err, errlen);
-	if (rc < 0)
-		return rc;
 	for (size_t i = 0; i < o->ngpus; i++) {
 		if (o->gpus[i] >= o->ndev)
 			return spmtap_seterr(err, errlen, ENODEV, "no GPU %u", o->gpus[i]);
@@ -639,6 +628,18 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 		struct sgpu *g = &S->g[S->ng++];
 		g->S = S;
 		g->dev = &o->devs[o->gpus[i]];
+		/* Queues first: libhsakmt must take the KFD VM before a backend with its own render fd. */
+		if (o->ncounters) {
+			int r = spm_submitter_open(g->dev, o->submitter, &g->sops, &g->sub, g->sub_note, err, errlen);
+			if (r < 0)
+				return r;
+		}
+	}
+	int rc = S->bops->open(&S->b, o->devs, o->ndev, err, errlen);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < S->ng; i++) {
+		struct sgpu *g = &S->g[i];
 		rc = gpu_prepare(S, g, err, errlen);
 		if (!rc && o->smi_metrics) {
 			rc = gpu_smi(S, g);
@@ -793,7 +794,7 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		struct sgpu *g = &S->g[i];
 		if (g->started) {
 			e[0] = 0;
-			int rc = g->sops->submit(g->sub, g->stop.dw, g->stop.n, SUBMIT_TIMEOUT_MS, e, sizeof(e));
+			int rc = g->sops->submit(g->sub, g->stop.dw, g->stop.n, SPM_SUBMIT_TIMEOUT_MS, e, sizeof(e));
 			if (rc < 0) {
 				char m[ERRLEN + 64];
 				snprintf(m, sizeof(m), "GPU %u: the counter stop program failed: %s",

@@ -40,6 +40,7 @@ struct session_opts {
 	const uint32_t *gpus;           /* indices into devs of the GPUs to record */
 	size_t ngpus;
 	const struct spm_backend_ops *backend; /* NULL: the first usable */
+	const char *submitter;          /* PM4 submitter by name (spm/submit.h); NULL: the first that works */
 	const char *const *counters;    /* names; NULL/0: no SPM (sensors only) */
 	size_t ncounters;
 	uint32_t interval;              /* SCLK cycles; 0: 32768 */

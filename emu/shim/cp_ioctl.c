@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The emulator-only PM4 channel (uapi/spmtap_emu.h), the test-only
- * register read-back (emu/common/readback.h), and the link between the
- * register file and the SPM engine: a START_COUNTING, STOP_COUNTING or
- * DISABLE_AND_RESET written by PM4 starts or ends an RLC production period
- * at the moment it executes.
+ * The CP's execution of PM4 on a GPU (from a queue, or from the test-only
+ * channel of emu/common/test_pm4.h), the test-only register read-back
+ * (emu/common/readback.h), and the link between the register file and the
+ * SPM engine: a START_COUNTING, STOP_COUNTING or DISABLE_AND_RESET written
+ * by PM4 goes into the GPU's transition log (gpu_state.h) with the moment
+ * it executed, and the process holding SPM, this one or another, replays it.
  *
- * The CP runs under emu_p.lock, so a WAIT_REG_MEM blocks the process's
- * other emulated ioctls for at most SPMTAP_EMU_CP_WAIT_MS.
+ * The CP runs under emu_p.lock and the GPU's shared lock, so a
+ * WAIT_REG_MEM blocks this process's other emulated ioctls, and every
+ * process's CP and SPM on that GPU, for at most SPMTAP_EMU_CP_WAIT_MS.
  */
 #include "emu/shim/cp.h"
 #include "emu/common/readback.h"
+#include "emu/common/test_pm4.h"
+#include "emu/shim/gpu_state.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/shim.h"
 #include "emu/shim/spm_engine.h"
-#include "uapi/spmtap_emu.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,23 +25,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static void emu_spm_state_changed(struct emu_gpu_regs *r, uint32_t xcc, unsigned old_state, unsigned new_state)
+/* Under the GPU's lock (the CP holds it while it executes). */
+static void emu_spm_state_changed(struct emu_gpu_regs *r, uint32_t xcc, unsigned old_state, unsigned new_state,
+				  const struct emu_rlc_layout *L)
 {
 	struct emu_gpu *g = r->owner;
-	struct emu_spm *s = g->spm;
 	EMU_DBG("CP: gpu 0x%x xcc %u SPM_PERFMON_STATE %u -> %u\n", g->gpu_id, xcc, old_state, new_state);
-	if (!s)
-		return;
-	uint64_t now = emu_clock_raw_ns();
-	emu_spm_advance(s, now);
-	if (new_state == EMU_SPM_COUNTING) {
-		if (!s->streaming)
-			EMU_DBG("CP: START_COUNTING before SET_DEST_BUF started streaming; KFD's start will reset it\n");
-		emu_spm_rlc_begin(s, xcc, r->x[xcc].layout, now);
-	} else {
-		emu_spm_rlc_halt(s, xcc);
-		emu_struth_flush();
-	}
+	emu_gs_append(g->gs, xcc, emu_clock_raw_ns(), new_state, L);
 }
 
 struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g)
@@ -58,12 +51,18 @@ struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g)
 		num_se = g->num_xcc > 1 ? 4 : 8;
 		sclk = g->num_xcc > 1 ? 2100 : 1700;
 	}
-	g->regs = emu_regs_new(g->gpu_id, gfx, g->num_xcc, num_se, sclk);
-	if (g->regs) {
-		g->regs->hook = emu_spm_state_changed;
-		g->regs->owner = g;
-	}
-	return g->regs;
+	if (num_se > EMU_MAX_SE)
+		num_se = EMU_MAX_SE;
+	if (!g->gs)
+		g->gs = emu_gs_open(g->gpu_id, gfx, g->num_xcc, num_se, sclk);
+	struct emu_gpu_regs *r = g->gs ? calloc(1, sizeof(*r)) : NULL;
+	if (!r)
+		return NULL;
+	*r = (struct emu_gpu_regs){ .gpu_id = g->gpu_id, .gfx = gfx, .num_xcc = g->gs->num_xcc, .num_se = num_se,
+				    .sclk_mhz = sclk, .hook = emu_spm_state_changed, .owner = g,
+				    .x = emu_gs_regs(g->gs) };
+	g->regs = r;
+	return r;
 }
 
 static int emu_fail_errno(int e)
@@ -72,12 +71,12 @@ static int emu_fail_errno(int e)
 	return -1;
 }
 
-static void emu_pm4_err(struct spmtap_emu_pm4_args *a, uint32_t at, const char *msg)
+static void emu_pm4_err(struct emu_test_pm4_args *a, uint32_t at, const char *msg)
 {
 	a->err_dw = at;
 	a->done_dw = at;
 	snprintf(a->err, sizeof(a->err), "%s", msg);
-	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %s\n", a->gpu_id, a->err);
+	EMU_DBG("TEST_PM4 gpu 0x%x: %s\n", a->gpu_id, a->err);
 }
 
 int emu_cp_run_locked(struct emu_gpu *g, const uint32_t *dw, size_t n, uint32_t mask, char *err, size_t errlen,
@@ -90,34 +89,34 @@ int emu_cp_run_locked(struct emu_gpu *g, const uint32_t *dw, size_t n, uint32_t 
 		return -1;
 	}
 	if (!mask)
-		mask = (uint32_t)((1ull << g->num_xcc) - 1);
-	if (g->spm)
-		emu_spm_advance(g->spm, emu_clock_raw_ns());
+		mask = (uint32_t)((1ull << r->num_xcc) - 1);
 	int rc = 0;
+	emu_gs_lock(g->gs);
 	/* XCCs run one after another; on an error the XCCs before it have run the whole stream. */
-	for (uint32_t k = 0; k < g->num_xcc; k++) {
+	for (uint32_t k = 0; k < r->num_xcc; k++) {
 		if (!(mask & (1u << k)))
 			continue;
-		char msg[SPMTAP_EMU_PM4_ERRLEN];
+		char msg[EMU_TEST_PM4_ERRLEN];
 		if (emu_cp_execute(r, k, dw, n, msg, sizeof(msg), err_dw)) {
 			snprintf(err, errlen, "XCC %u: %s", k, msg);
 			rc = -1;
 			break;
 		}
 	}
-	if (!rc) {
-		g->pm4_seen = true;
-		if (g->spm)
-			g->spm->pm4_seen = true;
-	}
-	if (g->spm)
+	if (!rc)
+		g->gs->pm4_seen = 1;
+	emu_gs_unlock(g->gs);
+	/* The SPM owner replays the transitions; when that is this process, at once. */
+	if (g->spm) {
+		emu_spm_advance(g->spm, emu_clock_raw_ns());
 		emu_spm_commit(g->spm);
+	}
 	return rc;
 }
 
-int emu_pm4_ioctl(void *arg)
+int emu_test_pm4_ioctl(void *arg)
 {
-	struct spmtap_emu_pm4_args *a = arg;
+	struct emu_test_pm4_args *a = arg;
 	a->done_dw = 0;
 	a->err_dw = 0;
 	a->err[0] = 0;
@@ -125,7 +124,7 @@ int emu_pm4_ioctl(void *arg)
 	struct emu_gpu *g = emu_gpu_by_id(a->gpu_id);
 	int rc = 0;
 	uint32_t *dw = NULL;
-	char msg[SPMTAP_EMU_PM4_ERRLEN];
+	char msg[EMU_TEST_PM4_ERRLEN];
 	if (!g) {
 		emu_pm4_err(a, 0, "unknown gpu_id");
 		rc = EINVAL;
@@ -161,7 +160,7 @@ int emu_pm4_ioctl(void *arg)
 		goto out;
 	}
 	a->done_dw = a->ndw;
-	EMU_DBG("SUBMIT_PM4 gpu 0x%x: %u dwords on XCC mask 0x%x\n", a->gpu_id, a->ndw, a->xcc_mask);
+	EMU_DBG("TEST_PM4 gpu 0x%x: %u dwords on XCC mask 0x%x\n", a->gpu_id, a->ndw, a->xcc_mask);
 out:
 	pthread_mutex_unlock(&emu_p.lock);
 	free(dw);
@@ -179,7 +178,12 @@ int emu_readback_ioctl(void *arg)
 		return qrc ? emu_fail_errno(qrc) : 0;
 	}
 	struct emu_gpu_regs *r = g ? emu_gpu_regs(g) : NULL;
-	int rc = r ? emu_regs_peek(r, a->xcc, a->what, a->addr, a->se, a->instance, &a->value) : EINVAL;
+	int rc = EINVAL;
+	if (r) {
+		emu_gs_lock(g->gs);
+		rc = emu_regs_peek(r, a->xcc, a->what, a->addr, a->se, a->instance, &a->value);
+		emu_gs_unlock(g->gs);
+	}
 	pthread_mutex_unlock(&emu_p.lock);
 	return rc ? emu_fail_errno(rc) : 0;
 }

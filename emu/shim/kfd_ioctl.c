@@ -7,7 +7,7 @@
 #include "emu/shim/shim.h"
 #include <linux/kfd_ioctl.h>
 #include "uapi/kfd_spm.h"
-#include "uapi/spmtap_emu.h"
+#include "emu/common/test_pm4.h"
 #include "emu/common/readback.h"
 
 #include <errno.h>
@@ -42,10 +42,25 @@ static int emu_acquire_vm(const struct kfd_ioctl_acquire_vm_args *a)
 	if (fd < 0 || fd >= EMU_MAX_FDS || emu_p.fdkind[fd] != EMU_FD_RENDER ||
 	    emu_p.fdminor[fd] != g->render_minor)
 		return emu_fail(EINVAL);
+	/*
+	 * One VM per process and GPU, bound to the render-node file that gave it
+	 * (kfd_ioctl_acquire_vm: pdd->drm_file set -> 0 for the same file, else
+	 * EBUSY).  A file is an open description: a dup shares it, a second open
+	 * of the node does not.
+	 */
+	struct stat st;
+	if (fstat(fd, &st))
+		return emu_fail(EINVAL);
+	int rc = 0;
 	pthread_mutex_lock(&emu_p.lock);
+	if (g->pdd && g->pdd_file != (uint64_t)st.st_ino)
+		rc = EBUSY;
 	g->pdd = true;
+	if (!rc)
+		g->pdd_file = (uint64_t)st.st_ino;
 	pthread_mutex_unlock(&emu_p.lock);
-	return 0;
+	EMU_DBG("ACQUIRE_VM gpu 0x%x drm fd %d -> %s\n", g->gpu_id, fd, rc ? "EBUSY (another file holds the VM)" : "0");
+	return rc ? emu_fail(rc) : 0;
 }
 
 static int emu_clock_counters(struct kfd_ioctl_get_clock_counters_args *a)
@@ -115,8 +130,8 @@ int emu_kfd_ioctl(int fd, unsigned long req, void *arg)
 	}
 	case SPMTAP_KFD_IOC_RLC_SPM:
 		return emu_spm_ioctl(arg);
-	case SPMTAP_EMU_IOC_SUBMIT_PM4:
-		return emu_pm4_ioctl(arg);
+	case EMU_IOC_TEST_PM4:
+		return emu_test_pm4_ioctl(arg);
 	case EMU_IOC_READBACK:
 		return emu_readback_ioctl(arg);
 	case EMU_IOC_QUEUE_ERR:

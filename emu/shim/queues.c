@@ -16,6 +16,7 @@
  * later step can move it to shared memory keyed by gpu_id).
  */
 #include "emu/common/readback.h"
+#include "emu/shim/gpu_state.h"
 #include "emu/shim/shim.h"
 #include <linux/kfd_ioctl.h>
 
@@ -48,6 +49,7 @@ struct emu_cp_state {
 	bool running;
 	uint32_t live;                  /* queues of this GPU */
 	uint64_t executed, errors, wakeups;
+	uint64_t run;                   /* packets since this CP thread started (SPMTAP_EMU_CP_HANG) */
 	pthread_cond_t kick;
 	bool kicked;
 };
@@ -55,6 +57,7 @@ struct emu_cp_state {
 static struct emu_queue *emu_q;     /* EMU_MAX_QUEUES, made on first use */
 static struct emu_cp_state emu_cps[EMU_MAX_GPUS];
 static uint64_t emu_poll_fast_ns, emu_poll_idle_ns, emu_fast_window_ns;
+static uint64_t emu_hang_after = UINT64_MAX; /* SPMTAP_EMU_CP_HANG: packets a CP runs before it hangs */
 
 static int emu_qfail(int e)
 {
@@ -121,7 +124,15 @@ static int emu_q_create(struct kfd_ioctl_create_queue_args *a)
 		pthread_mutex_unlock(&emu_p.lock);
 		return emu_qfail(ENOMEM);
 	}
-	uint32_t qid, dbid;
+	uint32_t qid, dbid, live = 0;
+	for (qid = 0; qid < EMU_MAX_QUEUES; qid++)
+		live += emu_q[qid].used;
+	/* pqm_create_queue: a process at its queue limit gets ENOSPC (SPMTAP_EMU_MAX_QUEUES lowers it). */
+	if (live >= emu_env_u64("SPMTAP_EMU_MAX_QUEUES", EMU_MAX_QUEUES)) {
+		pthread_mutex_unlock(&emu_p.lock);
+		EMU_DBG("  CREATE_QUEUE gpu 0x%x: %u queues live, at the limit -> ENOSPC\n", a->gpu_id, live);
+		return emu_qfail(ENOSPC);
+	}
 	for (qid = 0; qid < EMU_MAX_QUEUES && emu_q[qid].used; qid++)
 		;
 	/* The lowest free, non-reserved doorbell of this process on this GPU. */
@@ -156,6 +167,7 @@ static int emu_q_create(struct kfd_ioctl_create_queue_args *a)
 				emu_poll_fast_ns = 1000;
 			if (emu_poll_idle_ns < emu_poll_fast_ns)
 				emu_poll_idle_ns = emu_poll_fast_ns;
+			emu_hang_after = emu_env_u64("SPMTAP_EMU_CP_HANG", UINT64_MAX);
 		}
 		pthread_t th;
 		pthread_attr_t at;
@@ -368,7 +380,7 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		return work;
 	}
 	uint64_t npkts = q->ring_size / 64;
-	while (rd < q->limit) {
+	while (rd < q->limit && c->run < emu_hang_after) {
 		uint8_t *pkt = (uint8_t *)(uintptr_t)(q->ring + (rd & (npkts - 1)) * 64);
 		uint16_t hdr = __atomic_load_n((uint16_t *)pkt, __ATOMIC_ACQUIRE);
 		if ((hdr & 0xFF) == AQL_INVALID)
@@ -390,6 +402,13 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		emu_sig_complete(sig, start);
 		q->executed++;
 		c->executed++;
+		c->run++;
+		if (g->gs)
+			__atomic_fetch_add(&g->gs->cp_packets, 1, __ATOMIC_RELAXED);
+		if (c->run == emu_hang_after)
+			emu_log("CP gpu 0x%x: hangs after %llu packets (SPMTAP_EMU_CP_HANG); queue %u's packet %llu and "
+				"later ones stay unexecuted\n", q->gpu_id, (unsigned long long)c->run, q->id,
+				(unsigned long long)rd);
 		work++;
 	}
 	return work;
@@ -409,6 +428,7 @@ static void *emu_cp_main(void *arg)
 	pthread_mutex_lock(&emu_p.lock);
 	struct emu_cp_state *c = g->cp;
 	uint64_t last = emu_mono_ns();
+	c->run = 0;
 	EMU_DBG("CP gpu 0x%x: thread started\n", g->gpu_id);
 	while (c->running && c->live) {
 		c->wakeups++;

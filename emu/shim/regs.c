@@ -104,36 +104,13 @@ const char *emu_gfx_name(enum emu_gfx gfx)
 	return gfx == EMU_GFX90A ? "gfx90a" : "gfx942";
 }
 
-struct emu_gpu_regs *emu_regs_new(uint32_t gpu_id, enum emu_gfx gfx, uint32_t num_xcc, uint32_t num_se,
-				  uint32_t sclk_mhz)
+void emu_regs_power_on(struct emu_xcc_regs *x)
 {
-	if (num_se > EMU_MAX_SE)
-		num_se = EMU_MAX_SE;
-	struct emu_gpu_regs *r = calloc(1, sizeof(*r) + num_xcc * sizeof(r->x[0]));
-	if (!r)
-		return NULL;
-	r->gpu_id = gpu_id;
-	r->gfx = gfx;
-	r->num_xcc = num_xcc;
-	r->num_se = num_se;
-	r->sclk_mhz = sclk_mhz;
-	for (uint32_t k = 0; k < num_xcc; k++) {
-		struct emu_xcc_regs *x = &r->x[k];
-		/* Power-on state: broadcast, and RAMs reading "unused" everywhere. */
-		x->grbm_gfx_index = 0xE0000000u;
-		memset(x->glb_ram, 0xFF, sizeof(x->glb_ram));
-		memset(x->se_ram, 0xFF, sizeof(x->se_ram));
-	}
-	return r;
-}
-
-void emu_regs_free(struct emu_gpu_regs *r)
-{
-	if (!r)
-		return;
-	for (uint32_t k = 0; k < r->num_xcc; k++)
-		emu_rlc_put(r->x[k].layout);
-	free(r);
+	memset(x, 0, sizeof(*x));
+	/* Broadcast, and RAMs reading "unused" everywhere. */
+	x->grbm_gfx_index = 0xE0000000u;
+	memset(x->glb_ram, 0xFF, sizeof(x->glb_ram));
+	memset(x->se_ram, 0xFF, sizeof(x->se_ram));
 }
 
 /* The SEs a write reaches under GRBM_GFX_INDEX, as a bitmask. */
@@ -201,24 +178,26 @@ static int emu_cp_perfmon_write(struct emu_gpu_regs *r, uint32_t xcc, uint32_t v
 		snprintf(err, errlen, "CP_PERFMON_CNTL (0xD808) SPM_PERFMON_STATE %u: not modelled (0, 1, 2)", st);
 		return -1;
 	}
+	struct emu_rlc_layout *L = NULL;
 	if (st == EMU_SPM_COUNTING) {
 		char why[160];
-		struct emu_rlc_layout *L = emu_rlc_derive(r, xcc, why, sizeof(why));
+		L = emu_rlc_derive(r, xcc, why, sizeof(why));
 		if (!L) {
 			snprintf(err, errlen, "CP_PERFMON_CNTL (0xD808) START_COUNTING: %s", why);
 			return -1;
 		}
-		emu_rlc_put(x->layout);
-		x->layout = L;
+		x->rlc_sample_bytes = L->sample_bytes;
+		x->rlc_interval = L->interval;
+		x->rlc_lines = L->lines;
 	} else if (st == EMU_SPM_RESET) {
-		emu_rlc_put(x->layout);
-		x->layout = NULL;
+		x->rlc_sample_bytes = x->rlc_interval = x->rlc_lines = 0;
 	}
 	unsigned old = x->spm_state;
 	x->cp_perfmon_cntl = val;
 	x->spm_state = st;
 	if (r->hook)
-		r->hook(r, xcc, old, st);
+		r->hook(r, xcc, old, st, L);
+	emu_rlc_put(L);
 	return 0;
 }
 
@@ -393,7 +372,14 @@ int emu_regs_peek(const struct emu_gpu_regs *r, uint32_t xcc, uint32_t what, uin
 		*val = x->se_ram[se][addr];
 		return 0;
 	case EMU_RB_RLC:
-		return emu_rlc_peek(x->layout, x->spm_state, r->num_se, addr, val) ? EINVAL : 0;
+		switch (addr) {
+		case 0: *val = x->spm_state; return 0;
+		case 1: *val = x->rlc_sample_bytes; return 0;
+		case 2: *val = x->rlc_interval; return 0;
+		case 3: *val = x->rlc_lines; return 0;
+		case 4: *val = r->num_se; return 0;
+		}
+		return EINVAL;
 	}
 	return EINVAL;
 }
@@ -406,8 +392,7 @@ void emu_regs_kfd_start(struct emu_gpu_regs *r)
 		x->spm_perfmon_cntl = (x->spm_perfmon_cntl & ~0x3000u) | 0x3000u;
 		x->cp_perfmon_cntl &= ~0xF0u;
 		x->spm_state = EMU_SPM_RESET;
-		emu_rlc_put(x->layout);
-		x->layout = NULL;
+		x->rlc_sample_bytes = x->rlc_interval = x->rlc_lines = 0;
 	}
 }
 
@@ -417,7 +402,6 @@ void emu_regs_kfd_stop(struct emu_gpu_regs *r)
 		struct emu_xcc_regs *x = &r->x[k];
 		x->cp_perfmon_cntl &= ~0xF0u;
 		x->spm_state = EMU_SPM_RESET;
-		emu_rlc_put(x->layout);
-		x->layout = NULL;
+		x->rlc_sample_bytes = x->rlc_interval = x->rlc_lines = 0;
 	}
 }

@@ -2,10 +2,10 @@
 /*
  * The emulated register file of one GPU: one block of state per XCC, the
  * registers spmtap's counter program writes (PROGRAMMING.md 2.2-2.6, 3.4).
- * It is plain data with no pointers into the process except the derived
- * layout and the hook, so a later step can move it into shared memory
- * keyed by gpu_id.  Writes follow GRBM_GFX_INDEX fan-out; an unmodelled or
- * KFD-owned register is an error that names it.
+ * The per-XCC blocks are plain data with no pointers, because they live in
+ * the GPU's shared state (gpu_state.h) that every process maps; the handle
+ * (struct emu_gpu_regs) is per process.  Writes follow GRBM_GFX_INDEX
+ * fan-out; an unmodelled or KFD-owned register is an error that names it.
  */
 #ifndef SPMTAP_EMU_REGS_H
 #define SPMTAP_EMU_REGS_H
@@ -51,12 +51,18 @@ struct emu_xcc_regs {
 	uint32_t sel[EMU_NBLK][EMU_MAX_SE][EMU_MAX_INST][EMU_BLK_MAX_REGS];
 	uint32_t sq_ctrl[EMU_MAX_SE], sq_mask[EMU_MAX_SE];
 	unsigned spm_state;
-	struct emu_rlc_layout *layout; /* derived at the last START_COUNTING; NULL after a reset */
+	/* What the RLC took at the last START_COUNTING (0 after a reset), for the read-back. */
+	uint32_t rlc_sample_bytes, rlc_interval, rlc_lines;
 };
 
 struct emu_gpu_regs;
-/* Called on every CP_PERFMON_CNTL write from PM4, after the new state is stored. */
-typedef void (*emu_spm_state_hook)(struct emu_gpu_regs *r, uint32_t xcc, unsigned old_state, unsigned new_state);
+/*
+ * Called on every CP_PERFMON_CNTL write from PM4, after the new state is
+ * stored; L is the layout a START_COUNTING derived (NULL otherwise), valid
+ * during the call.
+ */
+typedef void (*emu_spm_state_hook)(struct emu_gpu_regs *r, uint32_t xcc, unsigned old_state, unsigned new_state,
+				   const struct emu_rlc_layout *L);
 
 struct emu_gpu_regs {
 	uint32_t gpu_id;
@@ -65,12 +71,11 @@ struct emu_gpu_regs {
 	uint32_t sclk_mhz;        /* profile SCLK; SPMTAP_EMU_SCLK_MHZ overrides at START */
 	emu_spm_state_hook hook;
 	void *owner;              /* the shim's struct emu_gpu, for the hook */
-	struct emu_xcc_regs x[];
+	struct emu_xcc_regs *x;   /* num_xcc blocks, in the GPU's shared state */
 };
 
-struct emu_gpu_regs *emu_regs_new(uint32_t gpu_id, enum emu_gfx gfx, uint32_t num_xcc, uint32_t num_se,
-				  uint32_t sclk_mhz);
-void emu_regs_free(struct emu_gpu_regs *r);
+/* Power-on state of one XCC's registers. */
+void emu_regs_power_on(struct emu_xcc_regs *x);
 
 /*
  * A PM4 write of `val` to absolute dword address `addr` on XCC `xcc`.

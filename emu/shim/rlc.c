@@ -16,6 +16,8 @@
 #define EMU_UNUSED_ENTRY 0xFFFFu
 #define EMU_SUPPRESSED_ENTRY 0x0000u
 
+static uint32_t emu_rlc_ids; /* layout ids of this process (sample truth), derived or loaded */
+
 struct emu_rlc_layout *emu_rlc_get(struct emu_rlc_layout *L)
 {
 	if (L)
@@ -177,9 +179,14 @@ static int emu_derive_entry(struct emu_derive *d, int se, const uint16_t *ram, u
 	return 0;
 }
 
+/* Entries a derive may hold: every RAM entry of the largest segments, and a derived HI half for each. */
+static uint32_t emu_rlc_cap(uint32_t G, uint32_t num_se)
+{
+	return (G + 31 * num_se) * 16 * 2;
+}
+
 struct emu_rlc_layout *emu_rlc_derive(const struct emu_gpu_regs *r, uint32_t xcc, char *err, size_t errlen)
 {
-	static uint32_t next_id;
 	const struct emu_xcc_regs *x = &r->x[xcc];
 	uint32_t interval = x->spm_perfmon_cntl >> 16, seg = x->seg_size;
 	uint32_t total = seg & 0xFF, G = (seg >> 11) & 0x1F, S[EMU_MAX_SE] = { 0 };
@@ -221,14 +228,14 @@ struct emu_rlc_layout *emu_rlc_derive(const struct emu_gpu_regs *r, uint32_t xcc
 		}
 		lines += S[se];
 	}
-	uint32_t cap = (G + 31 * r->num_se) * 16 * 2;
+	uint32_t cap = emu_rlc_cap(G, r->num_se);
 	struct emu_rlc_layout *L = calloc(1, sizeof(*L) + cap * sizeof(L->ent[0]));
 	if (!L) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	L->refs = 1;
-	L->id = ++next_id;
+	L->id = ++emu_rlc_ids;
 	L->gpu_id = r->gpu_id;
 	L->xcc = xcc;
 	L->gfx = r->gfx;
@@ -265,16 +272,39 @@ fail:
 	return NULL;
 }
 
-int emu_rlc_peek(const struct emu_rlc_layout *L, unsigned state, uint32_t num_se, uint32_t what, uint32_t *val)
+size_t emu_rlc_layout_max_bytes(uint32_t num_se)
 {
-	switch (what) {
-	case 0: *val = state; return 0;
-	case 1: *val = L ? L->sample_bytes : 0; return 0;
-	case 2: *val = L ? L->interval : 0; return 0;
-	case 3: *val = L ? L->lines : 0; return 0;
-	case 4: *val = num_se; return 0;
-	}
-	return -1;
+	return sizeof(struct emu_rlc_layout) + emu_rlc_cap(31, num_se) * sizeof(struct emu_rlc_entry);
+}
+
+void emu_rlc_layout_store(const struct emu_rlc_layout *L, void *dst, size_t cap)
+{
+	uint32_t n = L->nent;
+	if (sizeof(*L) + (size_t)n * sizeof(L->ent[0]) > cap)
+		n = (uint32_t)((cap - sizeof(*L)) / sizeof(L->ent[0]));
+	struct emu_rlc_layout *d = dst;
+	memcpy(d, L, sizeof(*L) + (size_t)n * sizeof(L->ent[0]));
+	d->nent = n;
+}
+
+struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap)
+{
+	const struct emu_rlc_layout *s = src;
+	if (cap < sizeof(*s) || s->nent > (cap - sizeof(*s)) / sizeof(s->ent[0]))
+		return NULL;
+	size_t bytes = sizeof(*s) + (size_t)s->nent * sizeof(s->ent[0]);
+	struct emu_rlc_layout *L = malloc(bytes);
+	if (!L)
+		return NULL;
+	memcpy(L, s, bytes);
+	L->refs = 1;
+	L->id = ++emu_rlc_ids;
+	L->truth_header_done = false;
+	/* The counter models name static strings of the process that derived the layout: look them up here. */
+	for (uint32_t i = 0; i < L->nent; i++)
+		if (L->ent[i].part != EMU_PART_TS)
+			L->ent[i].m = emu_cnt_lookup(L->gfx, (enum emu_blk)L->ent[i].blk, L->ent[i].event);
+	return L;
 }
 
 static void emu_put16(uint8_t *out, uint32_t off, uint32_t v)

@@ -53,8 +53,16 @@ struct emu_rlc_layout {
 struct emu_rlc_layout *emu_rlc_derive(const struct emu_gpu_regs *r, uint32_t xcc, char *err, size_t errlen);
 struct emu_rlc_layout *emu_rlc_get(struct emu_rlc_layout *L);
 void emu_rlc_put(struct emu_rlc_layout *L);
-/* EMU_RB_RLC read-back: 0 or -1. */
-int emu_rlc_peek(const struct emu_rlc_layout *L, unsigned state, uint32_t num_se, uint32_t what, uint32_t *val);
+/*
+ * A layout as plain bytes, for the GPU's shared state (gpu_state.h): the
+ * most any layout of a GPU with num_se SEs per XCC takes, a copy into dst
+ * (at most cap bytes; the entries that do not fit are dropped, which
+ * cannot happen within max_bytes), and a new layout (refs 1, a new id of
+ * this process) from such a copy, or NULL.
+ */
+size_t emu_rlc_layout_max_bytes(uint32_t num_se);
+void emu_rlc_layout_store(const struct emu_rlc_layout *L, void *dst, size_t cap);
+struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap);
 
 /*
  * Sample `sample_seq` of XCC `xcc`, generated at t_ns with timestamp `ticks`:

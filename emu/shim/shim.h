@@ -27,6 +27,7 @@ enum emu_fd_kind { EMU_FD_NONE = 0, EMU_FD_KFD = 1, EMU_FD_RENDER = 2, EMU_FD_SE
 struct emu_spm;      /* spm_engine.c */
 struct emu_gpu_regs; /* regs.c */
 struct emu_cp_state; /* queues.c */
+struct emu_gpu_state; /* gpu_state.c */
 
 struct emu_gpu {
 	uint32_t gpu_id;
@@ -35,9 +36,10 @@ struct emu_gpu {
 	uint32_t num_xcc;
 	const struct emu_profile *profile; /* NULL for a tree not written by emu_tree_write */
 	bool pdd;                          /* ACQUIRE_VM done by this process */
-	bool pm4_seen;                     /* this process has run PM4 on the GPU (cp_ioctl.c) */
+	uint64_t pdd_file;                 /* inode of the render-node file that VM came from */
 	struct emu_spm *spm;               /* non-NULL while this process holds SPM */
-	struct emu_gpu_regs *regs;         /* the emulated registers; made on first use */
+	struct emu_gpu_state *gs;          /* what every process sees of the GPU (gpu_state.h); first use */
+	struct emu_gpu_regs *regs;         /* this process's handle on the registers in gs */
 	struct emu_cp_state *cp;           /* queues.c: the GPU's CP thread state; made on first queue */
 };
 
@@ -104,10 +106,10 @@ int emu_spm_ioctl(void *arg);
 void emu_spm_teardown_all(const char *why);
 void emu_spm_forget_after_fork(void);
 
-/* cp_ioctl.c: the emulator-only PM4 channel, the test-only read-back, the register file. */
-int emu_pm4_ioctl(void *arg);
+/* cp_ioctl.c: the test-only PM4 channel and read-back, the register file. */
+int emu_test_pm4_ioctl(void *arg);
 int emu_readback_ioctl(void *arg);
-/* The GPU's register file, made on first use; NULL when out of memory.  Under emu_p.lock. */
+/* The GPU's register file (in its shared state), mapped on first use; NULL when out of memory.  Under emu_p.lock. */
 struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g);
 
 /* kfd_mem.c: KFD memory objects (BOs) with real backing, the handle table, device mmaps. */

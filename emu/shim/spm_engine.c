@@ -4,6 +4,7 @@
  * See spm_engine.h for the lazy, time-ordered simulation this implements.
  */
 #include "emu/shim/spm_engine.h"
+#include "emu/shim/gpu_state.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/shim.h"
 
@@ -261,10 +262,62 @@ static void emu_advance_xcc(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x
 	}
 }
 
+/*
+ * The RLC of XCC k starts (START_COUNTING) or stops producing (STOP or
+ * DISABLE_AND_RESET from PM4) at `t`; the caller has advanced to t.  Only
+ * while streaming: otherwise KFD's next start resets the RLC anyway.
+ */
+static void emu_rlc_transition(struct emu_spm *s, uint32_t k, const struct emu_gs_entry *e, struct emu_rlc_layout *L)
+{
+	struct emu_spm_xcc *x = &s->x[k];
+	if (e->state != EMU_SPM_COUNTING || !L) {
+		emu_period_end(x);
+		return;
+	}
+	if (!s->streaming) {
+		EMU_DBG("RLC gpu 0x%x xcc %u: START_COUNTING before SET_DEST_BUF started streaming; KFD's start "
+			"resets it\n", s->gpu_id, k);
+		return;
+	}
+	/* One sample every interval / f_SCLK: interval * 1000 / MHz ns. */
+	emu_period_begin(x, e->t_ns, (uint64_t)L->interval * 1000u, L->sclk_mhz, L->lines, &emu_spm_source_rlc, L);
+}
+
+void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs)
+{
+	s->gs = gs;
+	emu_gs_lock(gs);
+	for (uint32_t k = 0; k < s->num_xcc; k++)
+		s->x[k].log_cursor = emu_gs_head(gs, k);
+	emu_gs_unlock(gs);
+}
+
 void emu_spm_advance(struct emu_spm *s, uint64_t now)
 {
-	for (uint32_t k = 0; k < s->num_xcc; k++)
-		emu_advance_xcc(s, k, &s->x[k], now, false);
+	bool halted = false;
+	for (uint32_t k = 0; k < s->num_xcc; k++) {
+		struct emu_spm_xcc *x = &s->x[k];
+		struct emu_gs_entry e;
+		struct emu_rlc_layout *L;
+		for (;;) {
+			if (!s->gs)
+				break;
+			emu_gs_lock(s->gs);
+			bool got = emu_gs_next(s->gs, k, &x->log_cursor, now, &e, &L);
+			emu_gs_unlock(s->gs);
+			if (!got)
+				break;
+			emu_advance_xcc(s, k, x, e.t_ns, false);
+			EMU_DBG("RLC gpu 0x%x xcc %u: state %u at %llu replayed at %llu (log #%llu)\n", s->gpu_id, k, e.state,
+				(unsigned long long)e.t_ns, (unsigned long long)now, (unsigned long long)e.seq);
+			emu_rlc_transition(s, k, &e, L);
+			halted |= e.state != EMU_SPM_COUNTING;
+			emu_rlc_put(L);
+		}
+		emu_advance_xcc(s, k, x, now, false);
+	}
+	if (halted)
+		emu_struth_flush();
 }
 
 bool emu_spm_armed(const struct emu_spm *s)
@@ -278,6 +331,15 @@ bool emu_spm_prev_full(const struct emu_spm *s)
 		if (s->x[k].full)
 			return true;
 	return false;
+}
+
+uint64_t emu_spm_fill_time(const struct emu_spm *s)
+{
+	uint64_t best = UINT64_MAX;
+	for (uint32_t k = 0; k < s->num_xcc; k++)
+		if (s->x[k].full && s->x[k].fill_ns < best)
+			best = s->x[k].fill_ns;
+	return best;
 }
 
 uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
@@ -351,11 +413,12 @@ void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 		if (start) {
 			/*
 			 * KFD's start resets the RLC (DISABLE_AND_RESET): real hardware
-			 * writes nothing until a PM4 START.  A process that never
-			 * programs counters (transport-only use) gets the self-checking
-			 * pattern instead; one that has used the PM4 channel gets silence.
+			 * writes nothing until a PM4 START.  On a GPU no process has ever
+			 * run PM4 on (transport-only use) the emulator streams the
+			 * self-checking pattern instead; once one has, silence.
 			 */
-			emu_period_begin(x, now, EMU_SPM_LINE * EMU_NS_PER_MS, s->pm4_seen ? 0 : s->rate, 1,
+			bool programmed = s->gs && __atomic_load_n(&s->gs->pm4_seen, __ATOMIC_ACQUIRE);
+			emu_period_begin(x, now, EMU_SPM_LINE * EMU_NS_PER_MS, programmed ? 0 : s->rate, 1,
 					 &emu_spm_source_pattern, NULL);
 			x->wptr = x->rptr = 0;
 		}
@@ -404,20 +467,6 @@ void emu_spm_discard_all(struct emu_spm *s)
 		emu_period_end(x);
 	}
 	s->streaming = false;
-}
-
-void emu_spm_rlc_begin(struct emu_spm *s, uint32_t k, struct emu_rlc_layout *L, uint64_t now)
-{
-	if (!s->streaming || k >= s->num_xcc)
-		return;
-	/* One sample every interval / f_SCLK: interval * 1000 / MHz ns. */
-	emu_period_begin(&s->x[k], now, (uint64_t)L->interval * 1000u, L->sclk_mhz, L->lines, &emu_spm_source_rlc, L);
-}
-
-void emu_spm_rlc_halt(struct emu_spm *s, uint32_t k)
-{
-	if (k < s->num_xcc)
-		emu_period_end(&s->x[k]);
 }
 
 const struct emu_rlc_layout *emu_spm_last_layout(const struct emu_spm *s, uint32_t k)

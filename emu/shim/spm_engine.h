@@ -51,6 +51,7 @@ struct emu_spm_xcc {
 	uint64_t pend_from;      /* copied by the simulation, not yet written: ring bytes */
 	uint32_t pend_off, pend_len;
 	uint64_t inj_left[EMU_SPM_MAX_INJ]; /* lines still to drop per injection */
+	uint64_t log_cursor;     /* entries of the GPU's transition log replayed (gpu_state.h) */
 	struct emu_spm_counts c;
 };
 
@@ -68,10 +69,10 @@ struct emu_spm {
 	uint64_t rate;         /* bytes per ms per XCC */
 	uint64_t ring_bytes, ring_lines;
 	bool streaming, ever_started;
-	/* This process has used the PM4 channel on the GPU (before or after ACQUIRE): it programs
-	 * counters, so the RLC behaves like hardware (silent until a PM4 START)
-	 * instead of streaming the transport test pattern. */
-	bool pm4_seen;
+	/* The GPU's shared state: its RLC transitions are replayed from there, and once any process
+	 * has run PM4 on the GPU the RLC behaves like hardware (silent until a PM4 START) instead of
+	 * streaming the transport test pattern.  NULL: pattern only. */
+	struct emu_gpu_state *gs;
 	uint64_t first_start_ns; /* CLOCK_MONOTONIC_RAW */
 	struct emu_spm_inj inj[EMU_SPM_MAX_INJ];
 	int ninj;
@@ -83,10 +84,19 @@ struct emu_spm *emu_spm_new(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_id,
 			    uint64_t ring_bytes, const struct emu_spm_inj *inj, int ninj);
 void emu_spm_free(struct emu_spm *s);
 
+/* From now on, replay the RLC transitions of gs that happen after this call. */
+void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs);
+/*
+ * Produce (and apply the kernel's copies to) every line that exists at
+ * `now`, replaying on the way the RLC transitions any process's CP made.
+ * Takes the GPU's shared lock: never call it with that lock held.
+ */
 void emu_spm_advance(struct emu_spm *s, uint64_t now);
 bool emu_spm_armed(const struct emu_spm *s);
 /* Gen A: the buffer is full; gen B: any region is full. */
 bool emu_spm_prev_full(const struct emu_spm *s);
+/* When the armed buffer filled (gen B: the first region), or UINT64_MAX if none is full. */
+uint64_t emu_spm_fill_time(const struct emu_spm *s);
 /* When the armed buffer would fill if nothing intervenes, or UINT64_MAX if not by deadline. */
 uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline);
 /* A synchronous run of the copy worker on every XCC (timeout 0). */
@@ -100,13 +110,6 @@ void emu_spm_discard_all(struct emu_spm *s);
 /* Write what the simulation copied into user memory. */
 void emu_spm_commit(struct emu_spm *s);
 
-/*
- * The RLC of XCC k starts (START_COUNTING) or stops producing (STOP or
- * DISABLE_AND_RESET from PM4) at `now`; the caller has advanced to now.
- * Only while streaming: otherwise KFD's next start resets the RLC anyway.
- */
-void emu_spm_rlc_begin(struct emu_spm *s, uint32_t k, struct emu_rlc_layout *L, uint64_t now);
-void emu_spm_rlc_halt(struct emu_spm *s, uint32_t k);
 /* The layout of XCC k's last RLC period, or NULL. */
 const struct emu_rlc_layout *emu_spm_last_layout(const struct emu_spm *s, uint32_t k);
 

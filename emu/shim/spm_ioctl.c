@@ -9,6 +9,7 @@
  * another process gets EBUSY and a crashed owner frees it automatically.
  */
 #include "emu/shim/shim.h"
+#include "emu/shim/gpu_state.h"
 #include "emu/shim/regs.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/spm_engine.h"
@@ -21,6 +22,9 @@
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A waiting SET_DEST_BUF looks at the GPU's transitions at least this often. */
+#define EMU_WAIT_SLICE_NS 10000000ull
 
 static int emu_spm_fail(int err)
 {
@@ -128,9 +132,9 @@ static int emu_spm_acquire(struct emu_gpu *g)
 	int fd = -1, err = emu_spm_lock(g->gpu_id, &fd);
 	if (err)
 		return err;
-	g->spm = emu_spm_new(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj);
+	g->spm = emu_gpu_regs(g) ? emu_spm_new(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj) : NULL;
 	if (g->spm)
-		g->spm->pm4_seen = g->pm4_seen;
+		emu_spm_attach(g->spm, g->gs);
 	if (!g->spm) {
 		flock(fd, LOCK_UN);
 		emu_real_close(fd);
@@ -142,13 +146,26 @@ static int emu_spm_acquire(struct emu_gpu *g)
 	return 0;
 }
 
+/* KFD's own RLC writes at a streaming start (RING_MODE 3, DISABLE_AND_RESET) and stop (DISABLE_AND_RESET). */
+static void emu_kfd_rlc(struct emu_gpu *g, bool start)
+{
+	struct emu_gpu_regs *r = emu_gpu_regs(g);
+	if (!r)
+		return;
+	emu_gs_lock(g->gs);
+	if (start)
+		emu_regs_kfd_start(r);
+	else
+		emu_regs_kfd_stop(r);
+	emu_gs_unlock(g->gs);
+}
+
 /* Release with the ground truth written: RELEASE, the last KFD close, or exit. */
 static void emu_spm_release_locked(struct emu_gpu *g)
 {
 	emu_spm_advance(g->spm, emu_clock_raw_ns());
 	emu_spm_discard_all(g->spm);
-	if (g->regs)
-		emu_regs_kfd_stop(g->regs); /* KFD's stop: DISABLE_AND_RESET */
+	emu_kfd_rlc(g, false);
 	emu_truth_release(g->spm);
 	emu_struth_flush();
 	emu_spm_drop(g, true);
@@ -188,27 +205,41 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 	uint32_t ms_left = 0;
 	if (timeout && emu_spm_armed(s) && !emu_spm_prev_full(s)) {
 		uint64_t deadline = now + (uint64_t)timeout * 1000000ull;
-		uint64_t fill = emu_spm_predict_fill(s, deadline);
 		uint64_t epoch = s->epoch;
-		pthread_mutex_unlock(&emu_p.lock);
-		int intr = emu_sleep_until(fill < deadline ? fill : deadline);
-		pthread_mutex_lock(&emu_p.lock);
-		if (!g->spm || g->spm->epoch != epoch) {
-			/* Released while we waited: the kernel wakes the waiter with nothing to report. */
-			a->bytes_copied = 0;
-			a->has_data_loss = 0;
-			return 0;
+		/*
+		 * Sleep until the buffer is predicted to fill or the deadline, in
+		 * slices: another process's CP may start or stop the RLC meanwhile,
+		 * and the prediction only knows what has happened so far.
+		 */
+		for (;;) {
+			uint64_t fill = emu_spm_predict_fill(s, deadline);
+			uint64_t wake = fill < deadline ? fill : deadline;
+			if (wake > now + EMU_WAIT_SLICE_NS)
+				wake = now + EMU_WAIT_SLICE_NS;
+			pthread_mutex_unlock(&emu_p.lock);
+			int intr = emu_sleep_until(wake);
+			pthread_mutex_lock(&emu_p.lock);
+			if (!g->spm || g->spm->epoch != epoch) {
+				/* Released while we waited: the kernel wakes the waiter with nothing to report. */
+				a->bytes_copied = 0;
+				a->has_data_loss = 0;
+				return 0;
+			}
+			now = emu_clock_raw_ns();
+			if (intr) {
+				/* ERESTARTSYS: gen A has already written back the ms left, gen B has not. */
+				if (s->gen == EMU_GEN_A)
+					a->timeout = now < deadline ? (uint32_t)((deadline - now) / 1000000ull) : 0;
+				return EINTR;
+			}
+			emu_spm_advance(s, now);
+			uint64_t filled = emu_spm_fill_time(s);
+			if (filled != UINT64_MAX || now >= deadline) {
+				waited = true;
+				ms_left = filled <= deadline ? (uint32_t)((deadline - filled) / 1000000ull) : 0;
+				break;
+			}
 		}
-		now = emu_clock_raw_ns();
-		if (intr) {
-			/* ERESTARTSYS: gen A has already written back the ms left, gen B has not. */
-			if (s->gen == EMU_GEN_A)
-				a->timeout = now < deadline ? (uint32_t)((deadline - now) / 1000000ull) : 0;
-			return EINTR;
-		}
-		emu_spm_advance(s, now);
-		waited = true;
-		ms_left = fill <= deadline ? (uint32_t)((deadline - fill) / 1000000ull) : 0;
 	}
 	if (timeout == 0 && emu_spm_armed(s))
 		emu_spm_flush(s, now);
@@ -217,13 +248,12 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 	a->bytes_copied = bytes;
 	a->has_data_loss = loss;
 	if (a->dest_buf) {
-		if (!s->streaming && g->regs)
-			emu_regs_kfd_start(g->regs); /* KFD's start: RING_MODE 3, DISABLE_AND_RESET */
+		if (!s->streaming)
+			emu_kfd_rlc(g, true);
 		emu_spm_arm(s, a->dest_buf, size, now);
 	} else {
 		emu_spm_stop(s);
-		if (g->regs)
-			emu_regs_kfd_stop(g->regs);
+		emu_kfd_rlc(g, false);
 		emu_struth_flush();
 	}
 	if (s->gen == EMU_GEN_A && waited)
