@@ -297,6 +297,56 @@ static void test_kill9(void)
 	CU_ASSERT_EQUAL(count_dir(getenv("SPMTAP_EMU_STATE_DIR")), st0);
 }
 
+/* A GPU-wide queue read-back (EMU_RB_QUEUE) through a KFD fd of this process. */
+static uint32_t rbq(uint32_t gpu, uint32_t addr, uint32_t inst)
+{
+	static int kfd = -1;
+	if (kfd < 0)
+		kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+	struct emu_readback_args a = { gpu, 0, EMU_RB_QUEUE, addr, 0, inst, 0xDEADBEEF, 0 };
+	return ioctl(kfd, EMU_IOC_READBACK, &a) ? 0xDEADBEEF : a.value;
+}
+
+/*
+ * Killed while its CP executes: the process dies inside a WAIT_REG_MEM
+ * holding the GPU's shared lock.  The next process to program the GPU
+ * takes the lock over (robust mutex) instead of hanging, and says so.
+ */
+static void test_kill9_in_cp(void)
+{
+	char exe[PATH_MAX + 64];
+	snprintf(exe, sizeof(exe), "%s/tests/helpers/emu_queue_kmt", testenv_build_dir());
+	uint32_t rec0 = rbq(GA, EMU_RBQ_LOCK_RECOVERED, 0);
+	int p[2];
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		setenv("SPMTAP_EMU_CP_WAIT_MS", "60000", 1);
+		execl(exe, exe, hex(GA), "wedge", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	char line[64] = "";
+	FILE *f = fdopen(p[0], "r");
+	CU_ASSERT(f && fgets(line, sizeof(line), f) && !strncmp(line, "ready", 5));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (f)
+		fclose(f);
+	char out[8192];
+	double t0 = now_ms();
+	CU_ASSERT_EQUAL(helper("emu_queue_kmt", out, sizeof(out), hex(GA), "basic", NULL), 0);
+	double ms = now_ms() - t0;
+	uint32_t rec1 = rbq(GA, EMU_RBQ_LOCK_RECOVERED, 0);
+	printf("\n    after a kill -9 inside the CP: the next program ran in %.0f ms, lock taken over %u time(s) ",
+	       ms, rec1 - rec0);
+	CU_ASSERT_EQUAL(rec1 - rec0, 1);
+	CU_ASSERT(ms < 10000);
+}
+
 static void test_idle_and_latency(void)
 {
 	char out[8192];
@@ -320,6 +370,7 @@ static const struct testenv_case cases[] = {
 	{ "not_executed", test_not_executed, NULL },
 	{ "rocr_mi210", test_rocr, need_rocr },
 	{ "kill9", test_kill9, NULL },
+	{ "kill9_in_cp", test_kill9_in_cp, NULL },
 	{ "idle_and_latency", test_idle_and_latency, NULL },
 	{ NULL, NULL, NULL },
 };

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -786,6 +787,7 @@ struct pcase {
 	const char *profile, *gen; /* gen: "A" or "B" */
 	const struct spm_device *dev;
 	const struct psub *sub;
+	const char *remote;        /* a submitter name: another process programs (tests/helpers/spm_program) */
 	char names[16][80];
 	const char *list[16];
 	size_t n;
@@ -853,9 +855,66 @@ static int describe(const struct pcase *pc, uint64_t seed, int idx, char *buf, s
 }
 
 /* One run at library level: plan, programs, stream, feeder, decoder thread, CSV, truth. */
+/* The programming process of a two-process case: pipes to its stdin and from its stdout. */
+struct remote {
+	pid_t pid;
+	FILE *in, *out;
+};
+
+static bool remote_say(struct remote *r, const char *cmd, const char *want, char *why, size_t wlen)
+{
+	char line[SPM_ERRLEN] = "";
+	if (cmd && (fprintf(r->in, "%s\n", cmd) < 0 || fflush(r->in)))
+		return snprintf(why, wlen, "programmer: cannot send %s", cmd), false;
+	if (!fgets(line, sizeof(line), r->out) || strncmp(line, want, strlen(want)))
+		return snprintf(why, wlen, "programmer said \"%s\" for %s", line, cmd ? cmd : "its start"), false;
+	return true;
+}
+
+static bool remote_start(struct remote *r, const struct pcase *pc, char *why, size_t wlen)
+{
+	int in[2], out[2];
+	if (pipe(in) || pipe(out))
+		return false;
+	char exe[PATH_MAX + 64], id[16], iv[16];
+	snprintf(exe, sizeof(exe), "%s/tests/helpers/spm_program", testenv_build_dir());
+	snprintf(id, sizeof(id), "0x%x", pc->dev->gpu_id);
+	snprintf(iv, sizeof(iv), "%u", pc->interval);
+	const char *argv[24] = { exe, id, pc->remote, iv };
+	for (size_t i = 0; i < pc->n && i < 16; i++)
+		argv[4 + i] = pc->list[i];
+	fflush(NULL);
+	r->pid = fork();
+	if (r->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execv(exe, (char *const *)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	r->in = fdopen(in[1], "w");
+	r->out = fdopen(out[0], "r");
+	return remote_say(r, NULL, "ready", why, wlen);
+}
+
+static void remote_end(struct remote *r)
+{
+	if (r->in)
+		fclose(r->in);
+	if (r->out)
+		fclose(r->out);
+	if (r->pid > 0)
+		waitpid(r->pid, NULL, 0);
+	memset(r, 0, sizeof(*r));
+}
+
 static bool run_case(const struct pcase *pc, const char *csvp, const char *truthp, char *why, size_t wlen,
 		     size_t *rows, uint64_t *lost)
 {
+	struct remote rem = { 0 };
 	uint64_t corrupt_n = 0, *corrupt = &corrupt_n, flagged = 0;
 	*lost = 0;
 	char err[1024] = "";
@@ -895,10 +954,13 @@ static bool run_case(const struct pcase *pc, const char *csvp, const char *truth
 	struct feeder *f = NULL;
 	struct dthr *dt = NULL;
 	struct csv_writer *w = NULL;
-	const struct spm_submitter_ops *sops = pc->sub->ops;
-	struct spm_submitter *sub = pc->sub->s;
+	const struct spm_submitter_ops *sops = pc->remote ? NULL : pc->sub->ops;
+	struct spm_submitter *sub = pc->remote ? NULL : pc->sub->s;
 	int fd = open(csvp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	const struct spm_backend_ops *ops = &spm_backend_kfd;
+	/* The programmer's queue exists (and ran its NOP) before this process arms SPM. */
+	if (pc->remote && !remote_start(&rem, pc, why, wlen))
+		goto out;
 	if (ops->open(&b, devs, ndev, err, sizeof(err)) < 0 ||
 	    spm_stream_open(&s, ops, b, pc->dev, NULL, err, sizeof(err)) < 0) {
 		snprintf(why, wlen, "open: %s", err);
@@ -927,10 +989,14 @@ static bool run_case(const struct pcase *pc, const char *csvp, const char *truth
 	f = prime.f;
 	s = NULL;
 	dthr_start(dt, f, err, sizeof(err));
+	if (pc->remote && !remote_say(&rem, "start", "started", why, wlen))
+		goto out;
 	{
 		struct timespec ts = { 0, (100 + (long)(pc->interval % 7) * 20) * 1000000L };
 		nanosleep(&ts, NULL);
-		if (sops->submit(sub, stop.dw, stop.n, SPM_SUBMIT_TIMEOUT_MS, err, sizeof(err)) < 0)
+		if (pc->remote)
+			ok = remote_say(&rem, "stop", "stopped", why, wlen);
+		else if (sops->submit(sub, stop.dw, stop.n, SPM_SUBMIT_TIMEOUT_MS, err, sizeof(err)) < 0)
 			snprintf(why, wlen, "stop program: %s", err);
 		else
 			ok = true;
@@ -961,6 +1027,7 @@ out:
 	spm_stream_close(s);
 	if (b)
 		ops->close(b);
+	remote_end(&rem);
 	csv_close(w);
 	close(fd);
 	spm_pm4_fini(&start);
@@ -1002,6 +1069,43 @@ out:
 	}
 	spm_plan_free(plan);
 	return ok;
+}
+
+/*
+ * One process programs (its own queue, through the real ROCr or libhsakmt),
+ * this one streams: the GPU's registers are the GPU's, so the samples this
+ * process decodes must be the truth of the layout the other one programmed.
+ */
+static void test_two_process(void)
+{
+	char err[SPM_ERRLEN];
+	if (!devs)
+		CU_ASSERT_EQUAL_FATAL(spm_discover(NULL, &devs, &ndev, err, sizeof(err)), 0);
+	static const struct {
+		const char *profile, *gen, *submitter;
+	} cases[] = { { "mi210", "A", "rocr" }, { "mi300a", "B", "hsakmt" } };
+	static const char *const names[] = { "SQ_WAVES", "TCC_HIT", "TA_TA_BUSY[2]", "SQ_INSTS_SALU" };
+	for (size_t i = 0; i < 2; i++) {
+		struct pcase pc = { .profile = cases[i].profile, .gen = cases[i].gen, .remote = cases[i].submitter,
+				    .interval = 8192, .sclk_mhz = 200, .n = 4 };
+		pc.dev = dev_of(pc.profile);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pc.dev);
+		for (size_t k = 0; k < 4; k++)
+			pc.list[k] = names[k];
+		snprintf(pc.workload, sizeof(pc.workload), "square:period_ms=20,duty=0.5");
+		char why[1024] = "";
+		size_t rows = 0;
+		uint64_t lost = 0;
+		bool ok = run_case(&pc, path("r.csv"), path("r.truth"), why, sizeof(why), &rows, &lost);
+		printf("\n    %s programmed by another process through %s: %zu rows equal the truth%s%s ", pc.profile,
+		       pc.remote, rows, ok ? "" : "; FAILED: ", ok ? "" : why);
+		CU_ASSERT(ok);
+		CU_ASSERT(rows > 100);
+	}
+	unsetenv("SPMTAP_EMU_GEN");
+	unsetenv("SPMTAP_EMU_WORKLOAD");
+	unsetenv("SPMTAP_EMU_SCLK_MHZ");
+	unsetenv("SPMTAP_EMU_SAMPLE_TRUTH");
 }
 
 static void test_property(void)
@@ -1110,6 +1214,7 @@ int main(int argc, char **argv)
 	testenv_under_emu(argc, argv, "mi300a,mi210,mi300x", NULL);
 	static const struct testenv_case cases[] = {
 		{ "property", test_property, NULL },
+		{ "two_process", test_two_process, NULL },
 		{ "cli_exact", test_cli_exact, need_emulator },
 		{ "stall_gen_b", test_stall_gen_b, need_emulator },
 		{ "stall_gen_a", test_stall_gen_a, need_emulator },

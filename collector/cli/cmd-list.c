@@ -8,6 +8,7 @@
 
 #include "collector/cli/cli.h"
 #include "collector/cli/cmd-list-smi.h"
+#include "spm/submit.h"
 
 const char cmd_list_usage[] =
 	"usage: spmtap list [--probe] [--spm-backend NAME]\n"
@@ -137,6 +138,62 @@ static int list_counters(const char *gfx, const char *device)
 	return EXIT_OK;
 }
 
+/* One (GPU, submitter) cell of the "Counter programming" table. */
+struct sub_line {
+	int rc;
+	char text[SPM_ERRLEN];
+};
+
+/* Make a queue with every submitter on every GPU, as `record` would, and say what happened. */
+static struct sub_line *probe_submitters(const struct cli_target *t)
+{
+	size_t ns = 0;
+	while (spm_submitters()[ns])
+		ns++;
+	struct sub_line *l = calloc(t->ndev * ns, sizeof(*l));
+	for (size_t i = 0; l && i < t->ndev; i++) {
+		for (size_t k = 0; k < ns; k++) {
+			const struct spm_submitter_ops *ops = spm_submitters()[k];
+			struct spm_submitter *s = NULL;
+			struct sub_line *x = &l[i * ns + k];
+			x->rc = ops->create(&s, &t->devs[i], x->text, sizeof(x->text));
+			if (x->rc == 0) {
+				ops->describe(s, x->text, sizeof(x->text));
+				ops->destroy(s);
+			} else if (!x->text[0]) {
+				snprintf(x->text, sizeof(x->text), "%s", spmtap_strerror(x->rc));
+			}
+		}
+	}
+	return l;
+}
+
+static void print_submitters(const struct cli_target *t, const struct sub_line *l)
+{
+	if (!l)
+		return;
+	size_t ns = 0;
+	while (spm_submitters()[ns])
+		ns++;
+	printf("\nCounter programming (PM4 through a GPU queue; record uses the first available):\n");
+	for (size_t k = 0; k < ns; k++)
+		printf("  %-7s %s\n", spm_submitters()[k]->name, spm_submitters()[k]->summary);
+	for (size_t i = 0; i < t->ndev; i++) {
+		bool used = false;
+		for (size_t k = 0; k < ns; k++) {
+			const struct sub_line *x = &l[i * ns + k];
+			char gpu[16] = "";
+			if (k == 0)
+				snprintf(gpu, sizeof(gpu), "GPU %u", t->devs[i].index);
+			printf("  %-6s %-7s %-11s %s%s\n", gpu, spm_submitters()[k]->name,
+			       x->rc == 0 ? "available" : "unavailable", x->text, x->rc == 0 && !used ? "  <- used" : "");
+			used |= x->rc == 0;
+		}
+		if (!used)
+			printf("  %-6s %-7s record --spm cannot program counters on this GPU\n", "", "");
+	}
+}
+
 int cmd_list(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -195,6 +252,8 @@ int cmd_list(int argc, char **argv)
 	int st = cli_target_devices(&t, "list");
 	if (st != EXIT_OK)
 		return st;
+	/* Before any backend opens KFD with a render fd of its own (spm/submit.h). */
+	struct sub_line *subs = t.ndev ? probe_submitters(&t) : NULL;
 	if (probe && t.ndev) {
 		st = cli_target_backend(&t, "list", backend);
 		if (st != EXIT_OK) {
@@ -233,6 +292,8 @@ int cmd_list(int argc, char **argv)
 		if (rc)
 			printf("  %-7s \\-> %s\n", "", reason[0] ? reason : spmtap_strerror(rc));
 	}
+	print_submitters(&t, subs);
+	free(subs);
 	cli_target_free(&t);
 	return EXIT_OK;
 }

@@ -7,7 +7,6 @@
 #include "collector/lib/prime.h"
 #include "log.h"
 
-#define PRIME_SUBMIT_TIMEOUT_MS 5000u
 
 int prime_start(struct prime *p, struct spm_stream *s, const struct spm_device *dev,
 		const struct spm_submitter_ops *sops, struct spm_submitter *sub,
@@ -39,8 +38,10 @@ int prime_start(struct prime *p, struct spm_stream *s, const struct spm_device *
 		prime_free(p);
 		return rc;
 	}
+	if (!sops)
+		return 0; /* another process programs the counters */
 	char e[SPM_ERRLEN] = "";
-	rc = sops->submit(sub, start, ndw, PRIME_SUBMIT_TIMEOUT_MS, e, sizeof(e));
+	rc = sops->submit(sub, start, ndw, SPM_SUBMIT_TIMEOUT_MS, e, sizeof(e));
 	if (rc < 0)
 		return spmtap_seterr(err, errlen, -rc, "the counter start program (%zu dwords) failed: %s",
 				     ndw, e[0] ? e : spmtap_strerror(rc));

@@ -12,7 +12,8 @@
  *  1. arm a throwaway buffer: KFD starts SPM, the RLC is reset;
  *  2. start the feeder: its first rotation flushes the ring into the
  *     throwaway buffer, retires it unread and arms the feeder's buffer 0;
- *  3. submit the start program.
+ *  3. submit the start program (sops NULL: another process programs the
+ *     counters; the GPU's registers are the GPU's, not the process's).
  *
  * Buffer 0 (seq 0) may still hold pre-program bytes, so the consumer drops
  * it (dthr_opts.skip_first); the program is in place long before its

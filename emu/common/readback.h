@@ -31,6 +31,8 @@ enum {
 	EMU_RBQ_Q_EXECUTED = 7,  /* per queue */
 	EMU_RBQ_Q_ERRORS = 8,    /* per queue */
 	EMU_RBQ_Q_HALTED = 9,    /* per queue: 1 after an error (the CP takes no more packets from it) */
+	EMU_RBQ_LOCK_RECOVERED = 10, /* GPU-wide: times its shared lock was taken over from a dead process */
+	EMU_RBQ_GPU_PACKETS = 11,    /* GPU-wide: AQL packets executed by every process's CP */
 };
 
 struct emu_readback_args {

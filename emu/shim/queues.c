@@ -514,6 +514,12 @@ int emu_queue_readback(uint32_t gpu_id, uint32_t addr, uint32_t instance, uint32
 	case EMU_RBQ_CP_WAKEUPS: *value = c ? (uint32_t)c->wakeups : 0; return 0;
 	case EMU_RBQ_WAIT_SLEEPS: *value = (uint32_t)emu_ev_stat_sleeps; return 0;
 	case EMU_RBQ_IRQS: *value = (uint32_t)emu_ev_stat_irq_set; return 0;
+	case EMU_RBQ_LOCK_RECOVERED:
+	case EMU_RBQ_GPU_PACKETS:
+		if (!g || !emu_gpu_regs(g))
+			return EINVAL;
+		*value = addr == EMU_RBQ_LOCK_RECOVERED ? g->gs->owner_died : (uint32_t)g->gs->cp_packets;
+		return 0;
 	case EMU_RBQ_Q_EXECUTED:
 	case EMU_RBQ_Q_ERRORS:
 	case EMU_RBQ_Q_HALTED:

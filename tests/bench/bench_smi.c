@@ -36,6 +36,7 @@
 
 #include "collector/lib/smi_sampler.h"
 #include "collector/lib/smi_source.h"
+#include "bench_util.h"
 #include "emu/common/emu.h"
 
 #define PROFILE "mi210:4"
@@ -402,25 +403,8 @@ static void bench_interval(void)
 int main(int argc, char **argv)
 {
 	(void)argc;
-	if (!getenv("SPMTAP_EMU_ACTIVE")) {
-		char tmp[PATH_MAX], err[512];
-		if (emu_env_setup(PROFILE, tmp, sizeof(tmp), err, sizeof(err))) {
-			fprintf(stderr, "bench_smi: emulator: %s\n", err);
-			return 2;
-		}
-		setenv("SPMTAP_EMU_WORKLOAD", "square:period_ms=200,duty=0.5", 0);
-		fflush(NULL);
-		pid_t pid = fork();
-		if (pid == 0) {
-			execv("/proc/self/exe", argv);
-			_exit(127);
-		}
-		int st = 1;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		emu_tree_remove(tmp);
-		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-	}
+	setenv("SPMTAP_EMU_WORKLOAD", "square:period_ms=200,duty=0.5", 0);
+	bench_under_emu(argv, "bench_smi", PROFILE);
 	struct utsname u;
 	uname(&u);
 	time_t now = time(NULL);

@@ -3,9 +3,16 @@
 #ifndef SPMTAP_BENCH_UTIL_H
 #define SPMTAP_BENCH_UTIL_H
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "emu/common/emu.h"
 
 static inline double now_s(void)
 {
@@ -36,6 +43,34 @@ static inline double memcpy_rate(void)
 	free(a);
 	free(b);
 	return best;
+}
+
+/*
+ * Unless this process already runs emulated: set up the emulated node
+ * `profile` in a temporary directory, run this program again under it,
+ * remove the directory and exit with the child's status.  Returns only in
+ * the emulated child.
+ */
+static inline void bench_under_emu(char **argv, const char *name, const char *profile)
+{
+	if (getenv("SPMTAP_EMU_ACTIVE"))
+		return;
+	char tmp[PATH_MAX], err[512];
+	if (emu_env_setup(profile, tmp, sizeof(tmp), err, sizeof(err))) {
+		fprintf(stderr, "%s: emulator: %s\n", name, err);
+		exit(2);
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	int st = 1;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	emu_tree_remove(tmp);
+	exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 }
 
 #endif

@@ -7,6 +7,9 @@
  *   basic        barrier-AND, PM4_IB whose register writes read back on every XCC, memory write
  *   bad          an unknown PM4 opcode in an IB and a kernel dispatch: not completed, errors readable
  *   hold         print "ready", then submit barriers forever (killed by the test)
+ *   wedge        submit a PM4 IB whose WAIT_REG_MEM never succeeds (the CP sits in it holding
+ *                the GPU's shared lock; run with SPMTAP_EMU_CP_WAIT_MS large), print "ready",
+ *                sleep (killed by the test)
  *   idle MS      one round trip, then MS ms idle: prints "idle_cpu_pct P"
  *   latency N    N barrier round trips: prints "p50_us A p99_us B"
  * Prints "ok" lines, "FAIL ..." lines and exits 1 on any failure.
@@ -314,6 +317,19 @@ int main(int argc, char **argv)
 			printf("ready\n");
 			for (;;)
 				round_trip(&q, s);
+		} else if (!strcmp(mode, "wedge")) {
+			/* WAIT_REG_MEM: register RLC_SPM_PERFMON_CNTL == 0xFFFFFFFF, which nothing writes. */
+			uint32_t *ib = (uint32_t *)(ctl + 0x800);
+			static const uint32_t wait[] = { 0xC0053C00u, 3u, 0xDC80u, 0, 0xFFFFFFFFu, 0xFFFFFFFFu, 4 };
+			memcpy(ib, wait, sizeof(wait));
+			uint8_t body[60];
+			s->value = 1;
+			pm4ib_body(body, ib, 7, s);
+			submit(&q, HDR_VENDOR_PM4, body);
+			usleep(100000); /* the CP has taken it */
+			printf("ready\n");
+			for (;;)
+				pause();
 		} else if (!strcmp(mode, "idle")) {
 			round_trip(&q, s);
 			usleep(200000); /* past the fast-poll window */
