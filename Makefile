@@ -30,6 +30,15 @@ LIB_OBJ  += $(PROTO_OBJ)
 CPPFLAGS += -I$(B)/gen
 CLI_SRC  := $(wildcard collector/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/obj/%.o)
+# Offline analysis (collector/analysis/): sensor-trace characterisation and
+# reports, derived metrics, plots (cairo) and the HTML report.  An archive of
+# its own, linked into the CLI and the tests, so that libspmtap.so, which
+# applications link for the marker API, carries no drawing library.
+ANA_SRC  := $(wildcard collector/analysis/*.c)
+ANA_OBJ  := $(ANA_SRC:%.c=$(B)/obj/%.o)
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
+CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
+$(ANA_OBJ): CPPFLAGS += $(CAIRO_CFLAGS)
 # emu/common: profiles and the topology generator, used by the shim and by
 # `spmtap --emulate`; emu/shim: the LD_PRELOAD library itself.
 EMUC_SRC := $(wildcard emu/common/*.c)
@@ -46,6 +55,7 @@ BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
 
 LIB_A    := $(B)/libspmtap.a
+ANA_A    := $(B)/libspmtap-analysis.a
 LIB_SO   := $(B)/libspmtap.so.$(VERSION_MAJOR)
 EMU_A    := $(B)/libspmtap-emucommon.a
 SHIM_SO  := $(B)/libspmtap-emu.so
@@ -55,7 +65,7 @@ CLI      := $(B)/spmtap
 .SECONDARY:
 
 .PHONY: all test check-asan check-tsan bench fuzz soak install clean
-all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(CLI)
+all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(ANA_A) $(CLI)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -71,7 +81,7 @@ $(B)/obj/gen/%.pb-c.o: $(B)/gen/%.pb-c.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-error -MMD -MP -c -o $@ $<
 
 # Sources may include the generated headers: generate them first.
-$(LIB_OBJ) $(CLI_OBJ) $(TESTLIB_OBJ): | $(PROTO_GEN)
+$(LIB_OBJ) $(CLI_OBJ) $(ANA_OBJ) $(TESTLIB_OBJ): | $(PROTO_GEN)
 
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(B)
@@ -88,6 +98,10 @@ $(B)/spmtap.pc: include/spmtap.pc.in Makefile
 	@mkdir -p $(B)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
+$(ANA_A): $(ANA_OBJ)
+	@mkdir -p $(B)
+	rm -f $@ && ar rcs $@ $^
+
 $(EMU_A): $(EMUC_OBJ)
 	@mkdir -p $(B)
 	rm -f $@ && ar rcs $@ $^
@@ -102,20 +116,20 @@ endif
 $(SHIM_SO): $(SHIM_OBJ) $(EMU_A)
 	$(CC) -shared $(LDFLAGS) -o $@ $(SHIM_OBJ) $(EMU_A) -ldl -lpthread
 
-$(CLI): $(CLI_OBJ) $(LIB_A) $(EMU_A)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB_A) $(EMU_A) $(LIBS)
+$(CLI): $(CLI_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(ANA_A) $(LIB_A) $(EMU_A) $(LIBS) $(CAIRO_LIBS)
 
-$(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
+$(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit $(LIBS)
+	$(CC) $(CPPFLAGS) $(CAIRO_CFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit $(LIBS) $(CAIRO_LIBS)
 
-$(B)/bench/%: tests/bench/%.c $(LIB_A) $(EMU_A)
+$(B)/bench/%: tests/bench/%.c $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS) $(CAIRO_LIBS)
 
-$(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(LIB_A) $(EMU_A)
+$(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS) $(CAIRO_LIBS)
 
 # Test doubles of vendor libraries: libamd_smi in its 6.x and 7.x symbol and
 # struct variants, so the fallback binding in collector/lib/smi_amdsmi.c runs.
@@ -177,14 +191,14 @@ deps:
 # FUZZ_SECONDS per target; corpora are kept in build-fuzz/corpus/<target>.
 FUZZ_SECONDS ?= 60
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIBSRC := $(wildcard decoder/*.c collector/lib/*.c spm/*.c)
+FUZZ_LIBSRC := $(wildcard decoder/*.c collector/lib/*.c collector/analysis/*.c spm/*.c)
 fuzz: $(PROTO_GEN)
 	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
 	@mkdir -p build-fuzz/corpus
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
-	  clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -I$(B)/gen -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) $(filter %.c,$(PROTO_GEN)) -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c || exit 1; \
+	  clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -I$(B)/gen $(CAIRO_CFLAGS) -fsanitize=fuzzer,address,undefined \
+	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) $(filter %.c,$(PROTO_GEN)) -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c $(CAIRO_LIBS) || exit 1; \
 	  mkdir -p build-fuzz/corpus/$$n; \
 	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
 	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \

@@ -31,6 +31,15 @@ int cmd_plan(int argc, char **argv);
 extern const char cmd_list_usage[];
 extern const char cmd_record_usage[];
 extern const char cmd_plan_usage[];
+/* Offline analysis of recordings and sensor traces (collector/analysis/). */
+int cmd_characterize(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+extern const char cmd_characterize_usage[];
+extern const char cmd_report_usage[];
+extern const char cmd_plot_usage[];
+extern const char cmd_export_usage[];
 
 /*
  * --emulate: re-run this very command under the emulator and return its exit

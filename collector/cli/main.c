@@ -27,6 +27,15 @@ static const struct cli_cmd commands[] = {
 	  cmd_record_usage },
 	{ "plan", cmd_plan, "Show how counters would be programmed, the layout and the PM4",
 	  cmd_plan_usage },
+	{ "characterize", cmd_characterize,
+	  "Characterise power/energy sensors from a recording or a sensor trace (delay, rise, fall, aliasing)",
+	  cmd_characterize_usage },
+	{ "report", cmd_report, "Per-phase energy, confident power, counters and metrics of a recording or trace",
+	  cmd_report_usage },
+	{ "plot", cmd_plot, "Draw a recording's counters and power on one time axis (SVG, PNG, PDF)",
+	  cmd_plot_usage },
+	{ "export", cmd_export, "Write a recording's sensor series as a spmtap-sensor-trace v1 CSV",
+	  cmd_export_usage },
 	/* usage NULL: the command prints its own help for --help */
 	{ "decode", cmd_decode, "Decode a raw container or one XCC's raw stream to CSV", NULL },
 	{ "help", cmd_help, "Show help for spmtap or one command", help_usage },
@@ -40,7 +49,7 @@ static void usage(FILE *f)
 		   "Stream AMD GPU SPM (RLC Streaming Performance Monitor) counters.\n\n"
 		   "Commands:\n");
 	for (const struct cli_cmd *c = commands; c->name; c++)
-		fprintf(f, "  %-9s %s\n", c->name, c->summary);
+		fprintf(f, "  %-13s %s\n", c->name, c->summary);
 	fprintf(f, "\nGlobal options:\n"
 		   "  --emulate PROFILE  run against the emulated device (e.g. mi300a, mi210,\n"
 		   "                     mi250x:2, mi300a,mi210); also SPMTAP_EMULATE=PROFILE\n"
