@@ -161,7 +161,7 @@ install: all
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so
 	install -m 755 $(SHIM_SO) $(DESTDIR)$(LIBDIR)/spmtap/
-	install -m 644 include/spmtap.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/spmtap.h include/spmtap_markers.f90 $(DESTDIR)$(PREFIX)/include/
 	# Generated here, not copied from $(B): $(B)/spmtap.pc keeps the PREFIX of
 	# the build, and `make install PREFIX=...` must point pkg-config at this one.
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \

@@ -31,6 +31,20 @@ typedef void (*spmtap_print_fn)(enum spmtap_log_level level, const char *msg, vo
 /* NULL restores the default (stderr, level from SPMTAP_LOG_LEVEL). */
 SPMTAP_API void spmtap_set_print(spmtap_print_fn fn, void *user);
 
+/* ---- markers -----------------------------------------------------------------
+ * Name the phases of your program, and `spmtap record -- app` puts them in
+ * every output beside the counters and the power (docs/markers.md):
+ *
+ *     spmtap_region_begin("solve");  ...  spmtap_region_end();
+ *
+ * Regions nest, per thread; the time is CLOCK_BOOTTIME, the recording's.
+ * Cheap enough around every kernel launch: no lock and no system call
+ * (tens of ns, `make bench`).  Outside `spmtap record -- app` both are
+ * no-ops.  A name is kept up to 43 bytes.  Fortran: include/spmtap_markers.f90.
+ */
+SPMTAP_API void spmtap_region_begin(const char *name);
+SPMTAP_API void spmtap_region_end(void);
+
 /* ---- opts structs ----------------------------------------------------------
  * Every opts struct starts with `size_t sz`, set by its _INIT macro to the
  * size the caller was compiled with.  A shorter sz than the first version of

@@ -47,7 +47,11 @@ const char cmd_record_usage[] =
 	"  --spm-clock-hz HZ      assumed SPM timestamp rate (default 100000000, the\n"
 	"                         GPU reference clock); recorded in every output\n"
 	"  -- app args            run the application; record until it exits; exit\n"
-	"                         with its status\n"
+	"                         with its status; its spmtap_region_begin/end markers\n"
+	"                         become phases in every output (docs/markers.md)\n"
+	"  --phases FILE          phases (start_ns,end_ns,name CSV) to add to the outputs;\n"
+	"                         `--phases emulator`: the emulated workload's load/idle\n"
+	"                         schedule, its ground truth (repeatable)\n"
 	"  -o, --output FILE      with -d/-f/--smi/--device list/an app: NAME of the\n"
 	"                         outputs (default spmtap); otherwise\n"
 	"                         CSV of the decoded series (default standard output);\n"
@@ -127,7 +131,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
 	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
-	       O_SPM_CLOCK, O_SUBMITTER };
+	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -141,6 +145,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "spm-backend", required_argument, NULL, O_BACKEND },
 		{ "submitter", required_argument, NULL, O_SUBMITTER },
+		{ "phases", required_argument, NULL, O_PHASES },
 		{ "spm-gen", required_argument, NULL, O_GEN },
 		{ "buffers", required_argument, NULL, O_BUFFERS },
 		{ "buffer-size", required_argument, NULL, O_BUFSIZE },
@@ -199,6 +204,13 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			break;
 		case O_DEVICE: o->device = optarg; break;
 		case O_BACKEND: o->backend = optarg; break;
+		case O_PHASES:
+			if (o->nphases == sizeof(o->phases) / sizeof(o->phases[0])) {
+				fprintf(stderr, "spmtap record: --phases: at most %zu\n", o->nphases);
+				return EXIT_USAGE;
+			}
+			o->phases[o->nphases++] = optarg;
+			break;
 		case O_SUBMITTER:
 			if (!spm_submitter_find(optarg)) {
 				fprintf(stderr, "spmtap record: --submitter %s: expected one of %s\n", optarg,

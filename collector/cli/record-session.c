@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include "collector/cli/record.h"
+#include "collector/lib/marker_reader.h"
+#include "collector/lib/marker_shm.h"
+#include "emu/common/schedule.h"
 #include "collector/lib/power_dedt.h"
 #include "collector/lib/session.h"
 #include "collector/lib/smi_source.h"
@@ -23,7 +26,7 @@
 
 bool rec_wants_session(const struct rec_opts *o)
 {
-	return !o->raw && (o->dir || o->formats || o->smi || o->app ||
+	return !o->raw && (o->dir || o->formats || o->smi || o->app || o->nphases ||
 			   (o->device && (strchr(o->device, ',') || !strcmp(o->device, "all"))));
 }
 
@@ -124,7 +127,7 @@ static void summary(struct session *S, double secs)
 			continue;
 		}
 		/* the CSV writer makes one file per source next to NAME (docs/formats/csv.md) */
-		static const char *const parts[] = { "_spm.csv", "_smi.csv", "_meta.json" };
+		static const char *const parts[] = { "_spm.csv", "_smi.csv", "_phases.csv", "_meta.json" };
 		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
 			char f[4096];
 			snprintf(f, sizeof(f), "%.*s%s", (int)(l - 4), *p, parts[k]);
@@ -132,6 +135,59 @@ static void summary(struct session *S, double secs)
 				fprintf(stderr, "spmtap record: wrote %s\n", f);
 		}
 	}
+}
+
+/* CLOCK_BOOTTIME - CLOCK_MONOTONIC_RAW now, read back to back (the emulator's schedule is on RAW). */
+static int64_t boot_minus_raw(void)
+{
+	return (int64_t)rec_now_ns(CLOCK_BOOTTIME) - (int64_t)rec_now_ns(CLOCK_MONOTONIC_RAW);
+}
+
+struct emu_sched {
+	struct session *S;
+	uint64_t r0, r1;     /* the recording, MONOTONIC_RAW */
+	int64_t off0, off1;  /* BOOTTIME - RAW at r0 and r1: slewing between them is interpolated */
+	size_t n;
+};
+
+static int64_t raw_to_boot(const struct emu_sched *e, uint64_t raw)
+{
+	double f = e->r1 > e->r0 ? (double)(raw - e->r0) / (double)(e->r1 - e->r0) : 0.0;
+	return (int64_t)raw + e->off0 + (int64_t)((double)(e->off1 - e->off0) * f);
+}
+
+static int sched_phase(uint64_t start, uint64_t end, const char *name, void *user)
+{
+	struct emu_sched *e = user;
+	struct series_slice sl = { .start_ns = raw_to_boot(e, start), .end_ns = raw_to_boot(e, end), .name = name,
+				   .category = "emulator" };
+	e->n++;
+	return session_add_phase(e->S, &sl);
+}
+
+/* `--phases emulator`: the emulated workload's schedule over the recording, its ground truth. */
+static int emulator_phases(struct emu_sched *e)
+{
+	const char *spec = getenv("SPMTAP_EMU_WORKLOAD");
+	struct emu_workload w;
+	char err[160];
+	if (emu_workload_parse(spec, &w, err, sizeof(err)) < 0) {
+		fprintf(stderr, "spmtap record: --phases emulator: SPMTAP_EMU_WORKLOAD=%s: %s\n", spec, err);
+		return -EINVAL;
+	}
+	int rc = emu_workload_schedule(&w, e->r0, e->r1, sched_phase, e);
+	if (rc == 0)
+		fprintf(stderr, "spmtap record: --phases emulator: the workload (%s) has no load/idle steps\n",
+			spec && *spec ? spec : "constant:1");
+	return rc < 0 ? rc : 0;
+}
+
+static bool wants_emulator_phases(const struct rec_opts *o)
+{
+	for (size_t i = 0; i < o->nphases; i++)
+		if (!strcmp(o->phases[i], "emulator"))
+			return true;
+	return false;
 }
 
 int record_session(const struct rec_opts *o)
@@ -180,6 +236,16 @@ int record_session(const struct rec_opts *o)
 		cli_target_free(&t);
 		return EXIT_FAIL;
 	}
+	for (size_t i = 0; i < o->nphases; i++) {
+		if (strcmp(o->phases[i], "emulator"))
+			continue;
+		if (!getenv("SPMTAP_EMU_ACTIVE")) {
+			fprintf(stderr, "spmtap record: --phases emulator: not running on the emulated device "
+					"(use --emulate PROFILE)\n");
+			cli_target_free(&t);
+			return EXIT_USAGE;
+		}
+	}
 	cmdline = join_argv(o->argc, o->argv);
 	struct session_opts so = {
 		.devs = t.devs, .ndev = t.ndev, .gpus = gpus, .ngpus = ngpus, .backend = t.ops, .submitter = o->submitter,
@@ -189,8 +255,9 @@ int record_session(const struct rec_opts *o)
 		.spm_clock_hz = o->spm_clock_hz, .smi_metrics = smi,
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
 		.dir = o->dir ? o->dir : ".", .name = name, .formats = fmts, .nformats = nfmt,
-		.command_line = cmdline,
+		.command_line = cmdline, .markers = o->app != NULL,
 	};
+	struct emu_sched sched = { 0 };
 	int rc = session_open(&S, &so, err, sizeof(err));
 	if (rc < 0) {
 		outerr(err);
@@ -208,12 +275,18 @@ int record_session(const struct rec_opts *o)
 		st = EXIT_FAIL;
 		goto out;
 	}
+	sched.S = S;
+	sched.r0 = rec_now_ns(CLOCK_MONOTONIC_RAW);
+	sched.off0 = boot_minus_raw();
 	if (o->app) {
 		fflush(NULL);
 		child = fork();
 		if (child == 0) {
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
+			char fd[16];
+			snprintf(fd, sizeof(fd), "%d", session_markers_fd(S));
+			setenv(MK_ENV_FD, fd, 1);
 			execvp(o->app[0], o->app);
 			fprintf(stderr, "spmtap record: %s: %s\n", o->app[0], strerror(errno));
 			_exit(127);
@@ -253,11 +326,25 @@ int record_session(const struct rec_opts *o)
 	}
 	status_line(S, tty, true);
 	double secs = (double)(rec_now_ns(CLOCK_MONOTONIC) - start) / 1e9;
+	sched.r1 = rec_now_ns(CLOCK_MONOTONIC_RAW);
+	sched.off1 = boot_minus_raw();
+	if (wants_emulator_phases(o) && emulator_phases(&sched) < 0)
+		st = EXIT_FAIL;
 	rc = session_stop(S, err, sizeof(err));
 	summary(S, secs);
 	if (rec_stop_signal)
 		fprintf(stderr, "spmtap record: stopped by %s; counters stopped, data drained, outputs complete\n",
 			strsignal(rec_stop_signal));
+	struct mk_stats ms;
+	if (session_marker_stats(S, &ms) == 0 && (ms.events || ms.threads_refused))
+		fprintf(stderr, "spmtap record: markers: %" PRIu64 " regions from %u thread(s)%s\n", ms.regions,
+			ms.threads, ms.unterminated ? " (some still open at the end: closed there)" : "");
+	if (session_marker_stats(S, &ms) == 0 && (ms.dropped || ms.threads_refused || ms.unmatched))
+		fprintf(stderr, "spmtap record: WARNING: markers lost: %" PRIu64 " events dropped (a thread's ring "
+			"was full), %" PRIu64 " threads beyond the %u slots, %" PRIu64 " begin/end left unpaired\n",
+			ms.dropped, ms.threads_refused, MK_SLOTS, ms.unmatched);
+	if (sched.n)
+		fprintf(stderr, "spmtap record: %zu phases from the emulated workload's schedule\n", sched.n);
 	if (rc < 0) {
 		outerr(err);
 		st = EXIT_FAIL;

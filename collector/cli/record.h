@@ -53,6 +53,8 @@ struct rec_opts {
 	const char *smi_offset;
 	double spm_clock_hz;
 	char **app;                          /* -- app args */
+	const char *phases[4];               /* --phases FILE|emulator (repeatable) */
+	size_t nphases;
 	int argc;
 	char **argv;
 };

@@ -62,11 +62,17 @@ static inline double series_f64(const struct series_chunk *c, uint32_t col, uint
 	return ((const double *)c->values[col])[i];
 }
 
-/* A phase or marker interval (later issues); writers that cannot show it ignore it. */
+/*
+ * A phase: an application's marker region, a phase from a phases file, or
+ * the emulator's workload schedule.  Writers that cannot show it ignore it.
+ */
 struct series_slice {
 	int64_t start_ns, end_ns; /* CLOCK_BOOTTIME */
 	const char *name;
-	uint32_t track;           /* e.g. thread id */
+	uint32_t track;           /* markers: the thread id; 0 for other phases */
+	const char *category;     /* "marker", "file", "emulator"; NULL: "phase" */
+	uint32_t depth;           /* nesting depth within its track, 0 = outermost */
+	uint32_t pid;             /* markers: the process id; else 0 */
 };
 
 #endif

@@ -62,6 +62,12 @@ struct session_opts {
 	void *user;
 	/* Every stream, before start (on the caller's thread). */
 	void (*on_stream)(const struct series_stream *s, void *user);
+	/*
+	 * Open the marker channel (docs/markers.md): an application started with
+	 * session_markers_fd() in SPMTAP_MARKERS_FD has its spmtap_region_begin/end
+	 * regions written as phases into every output.
+	 */
+	bool markers;
 };
 
 /* Per XCC stream: every byte retired is one of these (docs/architecture.md). */
@@ -99,6 +105,16 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 int session_start(struct session *s, char *err, size_t errlen);
 /* Cheap, any thread. */
 void session_progress(struct session *s, struct session_progress *p);
+/*
+ * A phase into every output (any thread, between start and the end of
+ * stop): a phases file's rows, the emulator's schedule.  0 or -errno.
+ */
+int session_add_phase(struct session *s, const struct series_slice *ph);
+/* The marker channel's descriptor for the application's SPMTAP_MARKERS_FD, or -1 without --markers. */
+int session_markers_fd(const struct session *s);
+struct mk_stats;
+/* What the marker channel saw; -ENOENT without it.  Complete after session_stop. */
+int session_marker_stats(const struct session *s, struct mk_stats *st);
 /* A writer or a decoder failed (the session keeps draining; stop it). */
 bool session_failed(struct session *s);
 /* Stop counters, drain, write the end metadata, close outputs.  0 or the first error. */

@@ -4,6 +4,8 @@
  * open("DIR/NAME.csv") makes
  *   DIR/NAME_spm.csv   gpu,xcc,host_ns,gpu_ticks,<counters>
  *   DIR/NAME_smi.csv   gpu,host_ns,sensor_ts,<metrics>
+ *   DIR/NAME_phases.csv start_ns,end_ns,name (the phases format of
+ *                      docs/formats/sensor-trace.md, so `spmtap report` reads it)
  *   DIR/NAME_meta.json the recording's metadata (rewritten at end with notes)
  * A source's file is created at its first stream; its header is the union
  * of the columns (by name, in declaration order) of every stream of that
@@ -25,11 +27,21 @@
 #define CSVS_MAX_COLS 1024u
 #define CSVS_MAX_STREAMS 256u
 
+enum csvs_kind { CSVS_SPM, CSVS_SMI, CSVS_PHASES };
+
+static const struct {
+	const char *suffix, *key, *head;
+} csvs_kinds[] = {
+	[CSVS_SPM] = { "_spm.csv", "spm", "gpu,xcc,host_ns,gpu_ticks" },
+	[CSVS_SMI] = { "_smi.csv", "smi", "gpu,host_ns,sensor_ts" },
+	[CSVS_PHASES] = { "_phases.csv", "phases", "start_ns,end_ns,name" },
+};
+
 struct csvs_file {
 	char *path;
 	FILE *f;
 	char *buf;
-	bool spm;            /* gpu,xcc,host_ns,gpu_ticks vs gpu,host_ns,sensor_ts */
+	enum csvs_kind kind;
 	bool header_done;
 	uint32_t ncols;
 	char *cols[CSVS_MAX_COLS];
@@ -43,7 +55,7 @@ struct csvs_stream {
 
 struct writer {
 	char *base; /* DIR/NAME */
-	struct csvs_file spm, smi;
+	struct csvs_file spm, smi, phases;
 	struct csvs_stream st[CSVS_MAX_STREAMS];
 	uint32_t nst;
 	json_t *meta;
@@ -139,12 +151,12 @@ static int csvs_open(struct writer **out, const char *path, const struct writer_
 	return 0;
 }
 
-static int file_open(struct writer *w, struct csvs_file *cf, bool spm, char *err, size_t errlen)
+static int file_open(struct writer *w, struct csvs_file *cf, enum csvs_kind kind, char *err, size_t errlen)
 {
 	if (cf->f)
 		return 0;
-	cf->spm = spm;
-	cf->path = path_with(w->base, spm ? "_spm.csv" : "_smi.csv");
+	cf->kind = kind;
+	cf->path = path_with(w->base, csvs_kinds[kind].suffix);
 	if (!cf->path)
 		return fail(w, ENOMEM, err, errlen, "out of memory");
 	cf->f = fopen(cf->path, "we");
@@ -154,7 +166,7 @@ static int file_open(struct writer *w, struct csvs_file *cf, bool spm, char *err
 	if (cf->buf)
 		setvbuf(cf->f, cf->buf, _IOFBF, 1 << 16);
 	const char *slash = strrchr(cf->path, '/');
-	json_object_set_new(json_object_get(w->meta, "files"), spm ? "spm" : "smi",
+	json_object_set_new(json_object_get(w->meta, "files"), csvs_kinds[kind].key,
 			    json_string(slash ? slash + 1 : cf->path));
 	return 0;
 }
@@ -173,7 +185,7 @@ static int csvs_begin(struct writer *w, const struct series_stream *s, char *err
 		return fail(w, E2BIG, err, errlen, "%s: more than %u streams", w->base, CSVS_MAX_STREAMS);
 	bool spm = !s->source || strcmp(s->source, "smi");
 	struct csvs_file *cf = spm ? &w->spm : &w->smi;
-	int rc = file_open(w, cf, spm, err, errlen);
+	int rc = file_open(w, cf, spm ? CSVS_SPM : CSVS_SMI, err, errlen);
 	if (rc)
 		return rc;
 	struct csvs_stream *st = &w->st[w->nst];
@@ -211,7 +223,7 @@ static int header(struct writer *w, struct csvs_file *cf, char *err, size_t errl
 	if (cf->header_done)
 		return 0;
 	cf->header_done = true;
-	fputs(cf->spm ? "gpu,xcc,host_ns,gpu_ticks" : "gpu,host_ns,sensor_ts", cf->f);
+	fputs(csvs_kinds[cf->kind].head, cf->f);
 	for (uint32_t k = 0; k < cf->ncols; k++) {
 		fputc(',', cf->f);
 		fputs(cf->cols[k], cf->f);
@@ -246,7 +258,7 @@ static int csvs_write(struct writer *w, const struct series_chunk *c, char *err,
 		inv[st->map[j]] = (int32_t)j;
 	char line[64];
 	for (uint32_t i = 0; i < c->n; i++) {
-		if (cf->spm)
+		if (cf->kind == CSVS_SPM)
 			snprintf(line, sizeof(line), "%u,%d,%" PRId64 ",", s->gpu, s->xcc, c->host_ns[i]);
 		else
 			snprintf(line, sizeof(line), "%u,%" PRId64 ",", s->gpu, c->host_ns[i]);
@@ -266,6 +278,28 @@ static int csvs_write(struct writer *w, const struct series_chunk *c, char *err,
 		fputc('\n', cf->f);
 	}
 	if (ferror(cf->f))
+		return io_fail(w, cf, err, errlen);
+	return 0;
+}
+
+/*
+ * A phase row, in the order phases end.  The format has no quoting, so a
+ * comma or a line break in a name becomes a space (docs/formats/csv.md).
+ */
+static int csvs_slice(struct writer *w, const struct series_slice *sl, char *err, size_t errlen)
+{
+	if (w->error)
+		return fail(w, -w->error, err, errlen, "%s: an earlier error stopped this writer", w->base);
+	struct csvs_file *cf = &w->phases;
+	int rc = file_open(w, cf, CSVS_PHASES, err, errlen);
+	if (!rc)
+		rc = header(w, cf, err, errlen);
+	if (rc)
+		return rc;
+	fprintf(cf->f, "%" PRId64 ",%" PRId64 ",", sl->start_ns, sl->end_ns);
+	for (const char *p = sl->name && *sl->name ? sl->name : "(unnamed)"; *p; p++)
+		fputc(*p == ',' || *p == '\n' || *p == '\r' ? ' ' : *p, cf->f);
+	if (fputc('\n', cf->f) == EOF || ferror(cf->f))
 		return io_fail(w, cf, err, errlen);
 	return 0;
 }
@@ -308,6 +342,7 @@ static int csvs_end(struct writer *w, char *err, size_t errlen)
 	int rc = w->error;
 	rc = file_close(w, &w->spm, rc, err, errlen);
 	rc = file_close(w, &w->smi, rc, err, errlen);
+	rc = file_close(w, &w->phases, rc, err, errlen);
 	int mrc = write_meta_file(w, rc ? NULL : err, rc ? 0 : errlen);
 	if (!rc)
 		rc = mrc;
@@ -321,5 +356,5 @@ static int csvs_end(struct writer *w, char *err, size_t errlen)
 
 const struct writer_ops writer_csv = {
 	.name = "csv", .ext = ".csv", .probe = csvs_probe, .open = csvs_open,
-	.begin = csvs_begin, .write = csvs_write, .end = csvs_end, .note = csvs_note,
+	.begin = csvs_begin, .write = csvs_write, .slice = csvs_slice, .end = csvs_end, .note = csvs_note,
 };

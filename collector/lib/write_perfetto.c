@@ -56,8 +56,10 @@ struct pf_group {
 	uint64_t uuid;
 };
 
+/* One Perfetto track per source of phases: a marker thread (pid, tid), the phases file, the emulator. */
 struct pf_slice_track {
-	uint32_t track;
+	uint32_t track, pid;
+	char category[16];
 	uint64_t uuid;
 };
 
@@ -612,28 +614,37 @@ static int pf_write(struct writer *w, const struct series_chunk *c, char *err, s
 	return 0;
 }
 
-static int slice_track(struct writer *w, uint32_t track, uint64_t *uuid)
+static int slice_track(struct writer *w, const struct series_slice *s, uint64_t *uuid)
 {
-	for (size_t i = 0; i < w->nslice_tracks; i++)
-		if (w->slice_tracks[i].track == track) {
-			*uuid = w->slice_tracks[i].uuid;
+	const char *cat = s->category ? s->category : "phase";
+	for (size_t i = 0; i < w->nslice_tracks; i++) {
+		const struct pf_slice_track *t = &w->slice_tracks[i];
+		if (t->track == s->track && t->pid == s->pid && !strncmp(t->category, cat, sizeof(t->category) - 1)) {
+			*uuid = t->uuid;
 			return 0;
 		}
+	}
 	if (grow((void **)&w->slice_tracks, &w->cap_slice_tracks, w->nslice_tracks,
 		 sizeof(*w->slice_tracks)))
 		return -ENOMEM;
-	char name[64];
-	if (track)
-		snprintf(name, sizeof(name), "phases %u", track);
+	char name[96];
+	if (!strcmp(cat, "marker"))
+		snprintf(name, sizeof(name), "markers: pid %u thread %u", s->pid, s->track);
+	else if (!strcmp(cat, "emulator"))
+		snprintf(name, sizeof(name), "phases: emulator workload");
+	else if (s->track)
+		snprintf(name, sizeof(name), "phases: %s %u", cat, s->track);
 	else
-		snprintf(name, sizeof(name), "phases");
+		snprintf(name, sizeof(name), "phases: %s", cat);
 	pf_track t;
 	track_init(&t, w->next_uuid, 0, name);
 	int rc = emit_track(w, &t);
 	if (rc)
 		return rc;
-	w->slice_tracks[w->nslice_tracks++] = (struct pf_slice_track){ .track = track, .uuid = w->next_uuid++ };
-	*uuid = w->slice_tracks[w->nslice_tracks - 1].uuid;
+	struct pf_slice_track *n = &w->slice_tracks[w->nslice_tracks++];
+	*n = (struct pf_slice_track){ .track = s->track, .pid = s->pid, .uuid = w->next_uuid++ };
+	snprintf(n->category, sizeof(n->category), "%s", cat);
+	*uuid = n->uuid;
 	return 0;
 }
 
@@ -644,7 +655,7 @@ static int pf_slice(struct writer *w, const struct series_slice *s, char *err, s
 	if (!s || s->start_ns < 0 || s->end_ns < s->start_ns)
 		return invalid(w, err, errlen, "a slice that ends before it starts");
 	uint64_t uuid;
-	int rc = slice_track(w, s->track, &uuid);
+	int rc = slice_track(w, s, &uuid);
 	if (rc)
 		return failed(w, rc, err, errlen);
 

@@ -120,7 +120,10 @@ static const char schema_sql[] =
 	"  start_ns INTEGER NOT NULL,\n"
 	"  end_ns INTEGER NOT NULL,\n"
 	"  name TEXT,\n"
-	"  track INTEGER NOT NULL\n"
+	"  track INTEGER NOT NULL,\n"
+	"  category TEXT NOT NULL,\n"
+	"  depth INTEGER NOT NULL,\n"
+	"  pid INTEGER NOT NULL\n"
 	");\n"
 	"CREATE INDEX slice_by_time ON slice(start_ns, end_ns);\n"
 	"CREATE INDEX slice_by_track ON slice(track, start_ns);\n"
@@ -138,7 +141,7 @@ static const char schema_sql[] =
 	"         m.track AS track\n"
 	"  FROM sample x JOIN metric_v m ON m.metric_id = x.metric_id;\n"
 	"CREATE VIEW slice_v AS\n"
-	"  SELECT id, name, track, start_ns, end_ns, end_ns - start_ns AS dur_ns,\n"
+	"  SELECT id, name, category, pid, track, depth, start_ns, end_ns, end_ns - start_ns AS dur_ns,\n"
 	"         (end_ns - start_ns) / 1e6 AS dur_ms\n"
 	"  FROM slice;\n";
 
@@ -495,7 +498,8 @@ static int sqlw_open(struct writer **out, const char *path, const struct writer_
 			     &w->ins_metric, err, errlen);
 	if (!rc)
 		rc = prepare(w,
-			     "INSERT INTO slice(start_ns, end_ns, name, track) VALUES (?1, ?2, ?3, ?4)",
+			     "INSERT INTO slice(start_ns, end_ns, name, track, category, depth, pid) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 			     &w->ins_slice, err, errlen);
 	if (!rc)
 		rc = tx_begin(w, err, errlen);
@@ -693,6 +697,12 @@ static int sqlw_slice(struct writer *w, const struct series_slice *s, char *err,
 		b = bind_text(st, 3, s->name);
 	if (b == SQLITE_OK)
 		b = sqlite3_bind_int64(st, 4, s->track);
+	if (b == SQLITE_OK)
+		b = bind_text(st, 5, s->category ? s->category : "phase");
+	if (b == SQLITE_OK)
+		b = sqlite3_bind_int64(st, 6, s->depth);
+	if (b == SQLITE_OK)
+		b = sqlite3_bind_int64(st, 7, s->pid);
 	if (b != SQLITE_OK)
 		return fail_sq(w, b, "binding a slice", err, errlen);
 	rc = step_reset(w, st, "writing a slice", err, errlen);
