@@ -606,11 +606,30 @@ static json_t *meta_json(struct session *S)
 		if (g->smi_note[0])
 			json_array_append_new(smi, json_string(g->smi_note));
 	}
+	/* Every stream with its columns' units and its tick domain, so readers of the CSV need no tables. */
+	json_t *streams = json_array();
+	for (size_t i = 0; i < S->ng; i++) {
+		struct sgpu *g = &S->g[i];
+		for (uint32_t x = 0; x <= g->nstreams; x++) {
+			const struct series_stream *st =
+				x < g->nstreams ? &g->streams[x] : g->smi ? smi_sampler_stream(g->smi) : NULL;
+			if (!st)
+				continue;
+			json_t *cols = json_array();
+			for (uint32_t c = 0; c < st->ncols; c++)
+				json_array_append_new(cols, json_pack("{s:s, s:s}", "name", st->cols[c].name, "unit",
+								      st->cols[c].unit ? st->cols[c].unit : ""));
+			json_array_append_new(streams, json_pack("{s:s, s:i, s:i, s:s?, s:o}", "source", st->source,
+								 "gpu", (int)st->gpu, "xcc", (int)st->xcc,
+								 "tick_domain", st->tick_domain, "columns", cols));
+		}
+	}
 	for (size_t i = 0; i < S->o.ncounters; i++)
 		json_array_append_new(ctrs, json_string(S->o.counters[i]));
 	for (size_t i = 0; i < S->nw; i++)
 		json_array_append_new(fmts, json_string(S->wops[i]->name));
-	return json_pack("{s:o, s:o, s:o, s:f, s:s, s:I, s:o, s:b}", "devices", devs, "counters",
+	return json_pack("{s:o, s:o, s:o, s:o, s:f, s:s, s:I, s:o, s:b}", "devices", devs, "streams", streams,
+			 "counters",
 			 ctrs, "formats", fmts, "spm_clock_hz", S->spm_hz, "spm_clock_assumption",
 			 "SPM timestamps count the GPU reference clock at spm_clock_hz "
 			 "(--spm-clock-hz; docs/timebase.md)",
