@@ -7,9 +7,18 @@
  * the MI250X second-die zeros and a square-wave workload seen through the
  * average-power filter's delay.  Expected values come from the truth API
  * (emu/common/sensors.h), evaluated at the sample time the table reports.
+ *
+ * The response_* cases drive square waves through the model's pure
+ * functions: the delay/rise/fall knobs against the 10 %/90 % crossings of
+ * the continuous signal (to 20 us) and of the tables (within one sample
+ * spacing), the energy counter's delay, the defaults against the earlier
+ * model, and the CPU a read costs.
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -353,6 +362,455 @@ static void test_square_delay(void)
 	unsetenv("SPMTAP_EMU_WORKLOAD");
 }
 
+/* ---- step response: the figures of merit the knobs state ------------------ */
+
+/* The knobs a response case sets, cleared again after it. */
+static const char *const resp_knobs[] = {
+	"SPMTAP_EMU_SENSOR_AVG_TAU_MS",  "SPMTAP_EMU_SENSOR_AVG_DELAY_MS", "SPMTAP_EMU_SENSOR_AVG_RISE_MS",
+	"SPMTAP_EMU_SENSOR_AVG_FALL_MS", "SPMTAP_EMU_SENSOR_CUR_TAU_MS",   "SPMTAP_EMU_SENSOR_CUR_DELAY_MS",
+	"SPMTAP_EMU_SENSOR_CUR_RISE_MS", "SPMTAP_EMU_SENSOR_CUR_FALL_MS",  "SPMTAP_EMU_SENSOR_ENERGY_DELAY_MS",
+	"SPMTAP_EMU_SENSOR_UPDATE_US",   "SPMTAP_EMU_SENSOR_CACHE_US",     NULL,
+};
+
+static void resp_clear(void)
+{
+	for (int i = 0; resp_knobs[i]; i++)
+		unsetenv(resp_knobs[i]);
+}
+
+/* The MI210 node's model under the knobs now set, with the square wave `wl`; its period in ns. */
+static uint64_t resp_model(const char *wl, struct emu_sensor_model *m, struct emu_workload *w)
+{
+	CU_ASSERT_EQUAL_FATAL(emu_sensor_model_init(SPEC, 0, 0, m, NULL, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(emu_workload_parse(wl, w, NULL, 0), 0);
+	return (uint64_t)(w->period_ms * 1e6);
+}
+
+struct crossing_ctx {
+	const struct emu_sensor_model *m;
+	const struct emu_workload *w;
+	enum emu_sensor_signal sig;
+	double lo, hi;
+};
+
+/* Normalised continuous signal y(t) = (v - low) / (high - low), as the analysis defines it. */
+static double y_of(const struct crossing_ctx *c, uint64_t t)
+{
+	return (emu_sensor_signal_w(c->m, c->w, c->sig, t) - c->lo) / (c->hi - c->lo);
+}
+
+/* First t in (a, b] with y >= f (up) or y <= f (down), by bisection: y is monotone across a step. */
+static uint64_t crossing(const struct crossing_ctx *c, uint64_t a, uint64_t b, double f, int up)
+{
+	while (b - a > 1) {
+		uint64_t mid = a + (b - a) / 2;
+		double y = y_of(c, mid);
+		if (up ? y >= f : y <= f)
+			b = mid;
+		else
+			a = mid;
+	}
+	return b;
+}
+
+struct measured {
+	double delay_up, rise, delay_down, fall; /* ms */
+};
+
+/*
+ * The continuous signal's crossings around the rising step at S (phase 0 of
+ * the square wave) and the falling one half a period later; the levels are
+ * those just before each step, settled when the phases are long.
+ */
+static void measure_continuous(const struct emu_sensor_model *m, const struct emu_workload *w,
+			       enum emu_sensor_signal sig, uint64_t S, uint64_t period, struct measured *o)
+{
+	uint64_t half = period / 2;
+	struct crossing_ctx c = { m, w, sig, 0, 0 };
+	c.lo = emu_sensor_signal_w(m, w, sig, S - 1);
+	c.hi = emu_sensor_signal_w(m, w, sig, S + half - 1);
+	uint64_t t10 = crossing(&c, S, S + half, 0.1, 1), t90 = crossing(&c, t10, S + half, 0.9, 1);
+	uint64_t f90 = crossing(&c, S + half, S + period, 0.9, 0), f10 = crossing(&c, f90, S + period, 0.1, 0);
+	o->delay_up = (double)(t10 - S) / 1e6;
+	o->rise = (double)(t90 - t10) / 1e6;
+	o->delay_down = (double)(f90 - S - half) / 1e6;
+	o->fall = (double)(f10 - f90) / 1e6;
+}
+
+static void check_continuous(const char *what, enum emu_sensor_signal sig, const char *wl, double delay_ms,
+			     double rise_ms, double fall_ms)
+{
+	struct emu_sensor_model m;
+	struct emu_workload w;
+	struct emu_sensor_figures f;
+	uint64_t p = resp_model(wl, &m, &w);
+	uint64_t S = raw_ns() / p * p; /* a rising edge */
+	struct measured o;
+	measure_continuous(&m, &w, sig, S, p, &o);
+	emu_sensor_figures_of(&m, sig, &f);
+	printf("\n      %-28s delay %.4f/%.4f ms (set %.4f)  rise %.4f ms (set %.4f)  fall %.4f ms (set %.4f)", what,
+	       o.delay_up, o.delay_down, delay_ms, o.rise, rise_ms, o.fall, fall_ms);
+	const double tol = 0.020; /* 20 us */
+	CU_ASSERT_DOUBLE_EQUAL(o.delay_up, delay_ms, tol);
+	CU_ASSERT_DOUBLE_EQUAL(o.delay_down, delay_ms, tol);
+	CU_ASSERT_DOUBLE_EQUAL(o.rise, rise_ms, tol);
+	CU_ASSERT_DOUBLE_EQUAL(o.fall, fall_ms, tol);
+	/* the ground-truth accessor states the same figures */
+	CU_ASSERT_DOUBLE_EQUAL(f.delay_ms, delay_ms, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.delay_up_ms, delay_ms, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.delay_down_ms, delay_ms, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.rise_ms, rise_ms, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.fall_ms, fall_ms, 1e-9);
+}
+
+/*
+ * DELAY, RISE and FALL are what the 10 %/90 % crossings of the continuous
+ * signal show, per direction, within 20 us; RISE != FALL (the slower decay
+ * of real sensors) included.
+ */
+static void test_response_continuous(void)
+{
+	const char *wl = "square:period_ms=2000,duty=0.5";
+	printf("\n    continuous signal, 2 s square wave:");
+	setenv("SPMTAP_EMU_SENSOR_AVG_DELAY_MS", "8", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_RISE_MS", "30", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_FALL_MS", "60", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_DELAY_MS", "3", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_RISE_MS", "2", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_FALL_MS", "5.5", 1);
+	check_continuous("avg 8/30/60", EMU_SIG_AVG, wl, 8, 30, 60);
+	check_continuous("cur 3/2/5.5", EMU_SIG_CUR, wl, 3, 2, 5.5);
+	/* fall faster than rise, and no filtering at all (a delayed step) */
+	setenv("SPMTAP_EMU_SENSOR_AVG_DELAY_MS", "40", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_RISE_MS", "120", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_FALL_MS", "15", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_DELAY_MS", "7", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_RISE_MS", "0", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_FALL_MS", "0", 1);
+	check_continuous("avg 40/120/15", EMU_SIG_AVG, wl, 40, 120, 15);
+	check_continuous("cur 7/0/0 (pure delay)", EMU_SIG_CUR, wl, 7, 0, 0);
+	/* the older knob: TAU alone gives RISE = FALL = tau ln 9 and keeps the 10 ms dead time */
+	resp_clear();
+	setenv("SPMTAP_EMU_SENSOR_AVG_TAU_MS", "20", 1);
+	check_continuous("avg TAU 20", EMU_SIG_AVG, wl, 10 + 20 * log(10.0 / 9), 20 * log(9.0), 20 * log(9.0));
+	resp_clear();
+}
+
+/*
+ * A DELAY shorter than the filter's own 0 -> 10 % time (tau ln(10/9)) can't
+ * be met: the dead time is 0 and the accessor says what the signal does.
+ */
+static void test_response_clamped(void)
+{
+	setenv("SPMTAP_EMU_SENSOR_AVG_DELAY_MS", "1", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_RISE_MS", "100", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_FALL_MS", "10", 1);
+	struct emu_sensor_model m;
+	struct emu_workload w;
+	struct emu_sensor_figures f;
+	uint64_t p = resp_model("square:period_ms=2000,duty=0.5", &m, &w);
+	struct measured o;
+	measure_continuous(&m, &w, EMU_SIG_AVG, raw_ns() / p * p, p, &o);
+	emu_sensor_figures_of(&m, EMU_SIG_AVG, &f);
+	printf("\n    DELAY 1 ms, RISE 100 ms: delay up %.4f ms (accessor %.4f), down %.4f ms (accessor %.4f) ", o.delay_up,
+	       f.delay_up_ms, o.delay_down, f.delay_down_ms);
+	CU_ASSERT_DOUBLE_EQUAL(f.delay_up_ms, 100 * log(10.0 / 9) / log(9.0), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.delay_down_ms, 1.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(o.delay_up, f.delay_up_ms, 0.020);
+	CU_ASSERT_DOUBLE_EQUAL(o.delay_down, f.delay_down_ms, 0.020);
+	CU_ASSERT_DOUBLE_EQUAL(f.delay_ms, 0.5 * (f.delay_up_ms + f.delay_down_ms), 1e-9);
+	resp_clear();
+}
+
+/*
+ * The tables: a fast reader's distinct samples (one per update, or per
+ * cache window), analysed as specs/sensor-analysis-v1.md 3 does per step.
+ * Each step's delay is the continuous one plus less than one sample
+ * spacing; rise and fall are within one spacing.  The period is not a
+ * multiple of the update, so steps fall at every phase of it.  Values
+ * before the tables' rounding to whole watts, which can move a crossing
+ * further, by up to 0.5 W over the slope there (0.5 ms at the end of a
+ * 60 ms fall from 300 to 40 W).
+ */
+static void check_sampled(const char *what, enum emu_sensor_signal sig, const char *wl)
+{
+	struct emu_sensor_model m;
+	struct emu_workload w;
+	struct emu_sensor_figures f;
+	uint64_t p = resp_model(wl, &m, &w), half = p / 2;
+	emu_sensor_figures_of(&m, sig, &f);
+	const double lo = 40, hi = 300; /* MI210 idle / full */
+	/* the largest spacing of distinct samples: one update, or ceil(cache / update) of them */
+	uint64_t gap = m.update_ns, min_gap = m.update_ns;
+	if (m.cache_ns > m.update_ns) {
+		gap = (m.cache_ns + m.update_ns - 1) / m.update_ns * m.update_ns;
+		min_gap = m.cache_ns / m.update_ns * m.update_ns;
+	}
+	double gap_ms = (double)gap / 1e6, worst[4] = { 0, 0, 0, 0 };
+	/*
+	 * Uneven spacings (2, 3, 2, 3 ms under a 2.5 ms cache) make dE/dt a
+	 * boxcar of 2 or 3 ms where the truth says 2.5: its 10 % point moves
+	 * by a tenth of the difference.  1 us for rounding otherwise.
+	 */
+	double slack = 0.1 * (double)(gap - min_gap) / 1e6 + 0.001;
+	uint64_t S0 = raw_ns() / p * p;
+	int steps = 0, bad = 0;
+	for (int k = 0; k < 12; k++) {
+		uint64_t S = S0 + (uint64_t)k * p;
+		/* readings (sample time, value): every 250 us, which sees every sample, from before the step to the next */
+		double e_prev = 0;
+		uint64_t s_prev = 0;
+		double t10 = -1, t90 = -1, f90 = -1, f10 = -1;
+		for (uint64_t t = S - 5 * gap; t < S + p; t += 250000) {
+			struct emu_sensor_reading r;
+			emu_sensor_read(&m, &w, t, 0, &r);
+			if (r.sample_ns == s_prev)
+				continue; /* a cached copy or a re-read of the same sample */
+			double v;
+			if (sig == EMU_SIG_ENERGY) {
+				double e = (double)r.energy_ticks / EMU_ENERGY_TICKS_PER_J;
+				v = s_prev ? (e - e_prev) / ((double)(r.sample_ns - s_prev) * 1e-9) : 0;
+				e_prev = e;
+			} else {
+				v = sig == EMU_SIG_AVG ? r.avg_power_w : r.cur_power_w;
+			}
+			uint64_t s = r.sample_ns;
+			bool first = !s_prev;
+			s_prev = s;
+			if (first || s < S)
+				continue;
+			double y = (v - lo) / (hi - lo), at = (double)s / 1e6;
+			if (s < S + half) {
+				if (t10 < 0 && y >= 0.1)
+					t10 = at;
+				if (t10 >= 0 && t90 < 0 && y >= 0.9)
+					t90 = at;
+			} else {
+				if (f90 < 0 && y <= 0.9)
+					f90 = at;
+				if (f90 >= 0 && f10 < 0 && y <= 0.1)
+					f10 = at;
+			}
+		}
+		if (t10 < 0 || t90 < 0 || f90 < 0 || f10 < 0) {
+			bad++;
+			continue;
+		}
+		double sm = (double)S / 1e6, hm = (double)(S + half) / 1e6;
+		double e[4] = { t10 - sm - f.delay_up_ms, (t90 - t10) - f.rise_ms, f90 - hm - f.delay_down_ms,
+				(f10 - f90) - f.fall_ms };
+		int b = !(e[0] >= -slack && e[0] < gap_ms + slack) || !(e[2] >= -slack && e[2] < gap_ms + slack) ||
+			!(e[1] > -gap_ms - slack && e[1] < gap_ms + slack) ||
+			!(e[3] > -gap_ms - slack && e[3] < gap_ms + slack);
+		if (b)
+			fprintf(stderr, "\n  %s step %d: table - truth %+.3f %+.3f %+.3f %+.3f ms", what, k, e[0], e[1], e[2], e[3]);
+		bad += b;
+		for (int i = 0; i < 4; i++)
+			worst[i] = fabs(e[i]) > fabs(worst[i]) ? e[i] : worst[i];
+		steps++;
+	}
+	printf("\n      %-30s %d steps; worst table - truth: delay up %+.3f, rise %+.3f, delay down %+.3f, fall %+.3f ms "
+	       "(spacing %.1f ms)",
+	       what, steps, worst[0], worst[1], worst[2], worst[3], gap_ms);
+	CU_ASSERT_EQUAL(steps, 12);
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
+static void test_response_sampled(void)
+{
+	/* phases of 400 ms settle the slowest response here (tau 27 ms) to 1e-6 of the swing */
+	const char *wl = "square:period_ms=800.3,duty=0.5";
+	printf("\n    table values (1 ms updates, before whole-W rounding), 800.3 ms square wave:");
+	setenv("SPMTAP_EMU_SENSOR_AVG_DELAY_MS", "8", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_RISE_MS", "30", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_FALL_MS", "60", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_DELAY_MS", "3", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_RISE_MS", "2", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_FALL_MS", "5.5", 1);
+	setenv("SPMTAP_EMU_SENSOR_ENERGY_DELAY_MS", "2.5", 1);
+	check_sampled("avg 8/30/60", EMU_SIG_AVG, wl);
+	check_sampled("cur 3/2/5.5", EMU_SIG_CUR, wl);
+	check_sampled("energy dE/dt, delay 2.5", EMU_SIG_ENERGY, wl);
+	/* a 2.5 ms driver cache over 1 ms updates: distinct tables 2 or 3 ms apart */
+	setenv("SPMTAP_EMU_SENSOR_CACHE_US", "2500", 1);
+	check_sampled("avg, 2.5 ms cache", EMU_SIG_AVG, wl);
+	check_sampled("energy, 2.5 ms cache", EMU_SIG_ENERGY, wl);
+	/* sample_ms is the median spacing of the distinct tables a fast reader gets */
+	static const char *const caches[] = { "2500", "2700", "2200", "3000", "500", "0" };
+	for (int c = 0; c < 6; c++) {
+		setenv("SPMTAP_EMU_SENSOR_CACHE_US", caches[c], 1);
+		struct emu_sensor_model m;
+		struct emu_workload w;
+		struct emu_sensor_figures f;
+		resp_model(wl, &m, &w);
+		emu_sensor_figures_of(&m, EMU_SIG_AVG, &f);
+		/* 400 gaps: whole repeats of the spacing pattern (2 windows at 2.5 ms, 5 at 2.2, 10 at 2.7) */
+		double gaps[400];
+		int ng = 0;
+		uint64_t prev = 0, t0 = raw_ns();
+		for (uint64_t t = t0; ng < 400; t += 50000) {
+			struct emu_sensor_reading r;
+			emu_sensor_read(&m, &w, t, 0, &r);
+			if (prev && r.sample_ns != prev)
+				gaps[ng++] = (double)(r.sample_ns - prev) / 1e6;
+			prev = r.sample_ns;
+		}
+		for (int i = 1; i < ng; i++) /* insertion sort: few distinct values */
+			for (int j = i; j > 0 && gaps[j] < gaps[j - 1]; j--) {
+				double x = gaps[j];
+				gaps[j] = gaps[j - 1];
+				gaps[j - 1] = x;
+			}
+		double med = ng % 2 ? gaps[ng / 2] : 0.5 * (gaps[ng / 2 - 1] + gaps[ng / 2]);
+		printf("\n      cache %s us: median spacing of distinct tables %.2f ms, accessor sample_ms %.2f ms", caches[c],
+		       med, f.sample_ms);
+		CU_ASSERT_DOUBLE_EQUAL(f.update_ms, 1.0, 1e-12);
+		CU_ASSERT_DOUBLE_EQUAL(f.sample_ms, med, 1e-9);
+	}
+	/* a 5 ms update: the same statement with a wider grid */
+	unsetenv("SPMTAP_EMU_SENSOR_CACHE_US");
+	setenv("SPMTAP_EMU_SENSOR_UPDATE_US", "5000", 1);
+	check_sampled("avg, 5 ms update", EMU_SIG_AVG, wl);
+	check_sampled("energy, 5 ms update", EMU_SIG_ENERGY, wl);
+	resp_clear();
+}
+
+/*
+ * ENERGY_DELAY: the counter in a table sampled at s is the true energy up
+ * to s - delay, and dE/dt's continuous signal (a boxcar of one update) has
+ * delay + U/10 and 0.8 U as its 10 % delay and rise/fall.
+ */
+static void test_energy_delay(void)
+{
+	setenv("SPMTAP_EMU_SENSOR_ENERGY_DELAY_MS", "2.5", 1);
+	const char *wl = "square:period_ms=100,duty=0.5";
+	struct emu_sensor_model m;
+	struct emu_workload w;
+	struct emu_sensor_figures f;
+	uint64_t p = resp_model(wl, &m, &w);
+	int same = 0;
+	uint64_t t0 = raw_ns();
+	for (int i = 0; i < 200; i++) {
+		struct emu_sensor_reading r;
+		struct emu_sensor_truth t;
+		emu_sensor_read(&m, &w, t0 + (uint64_t)i * 731000, 0, &r);
+		emu_sensor_truth(&m, &w, r.sample_ns - 2500000, &t);
+		same += r.energy_ticks == t.energy_ticks;
+	}
+	CU_ASSERT_EQUAL(same, 200);
+	emu_sensor_figures_of(&m, EMU_SIG_ENERGY, &f);
+	struct measured o;
+	measure_continuous(&m, &w, EMU_SIG_ENERGY, t0 / p * p, p, &o);
+	printf("\n    energy delay 2.5 ms: dE/dt delay %.4f/%.4f ms (accessor %.4f), rise %.4f, fall %.4f ms (accessor %.4f) ",
+	       o.delay_up, o.delay_down, f.delay_ms, o.rise, o.fall, f.rise_ms);
+	CU_ASSERT_DOUBLE_EQUAL(f.delay_ms, 2.6, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(f.rise_ms, 0.8, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(o.delay_up, 2.6, 0.020);
+	CU_ASSERT_DOUBLE_EQUAL(o.delay_down, 2.6, 0.020);
+	CU_ASSERT_DOUBLE_EQUAL(o.rise, 0.8, 0.020);
+	CU_ASSERT_DOUBLE_EQUAL(o.fall, 0.8, 0.020);
+	/* without the knob the counter is the truth at the sample itself */
+	resp_clear();
+	resp_model(wl, &m, &w);
+	struct emu_sensor_reading r;
+	struct emu_sensor_truth t;
+	emu_sensor_read(&m, &w, t0, 0, &r);
+	emu_sensor_truth(&m, &w, r.sample_ns, &t);
+	CU_ASSERT_EQUAL(r.energy_ticks, t.energy_ticks);
+}
+
+/*
+ * No knobs: the model before the figures-of-merit knobs, a 10 ms (avg) /
+ * 1 ms (cur) dead time before a first-order filter of 100 ms / 5 ms.  After
+ * a step from a settled level that is lo + swing (1 - e^-(t - S - dead)/tau),
+ * which the signal must still follow to a millionth of the swing.
+ */
+static void test_response_defaults(void)
+{
+	resp_clear();
+	struct emu_sensor_model m;
+	struct emu_workload w;
+	struct emu_sensor_figures fa, fc, fe;
+	uint64_t p = resp_model("square:period_ms=8000,duty=0.5", &m, &w);
+	emu_sensor_figures_of(&m, EMU_SIG_AVG, &fa);
+	emu_sensor_figures_of(&m, EMU_SIG_CUR, &fc);
+	emu_sensor_figures_of(&m, EMU_SIG_ENERGY, &fe);
+	printf("\n    defaults: avg delay %.3f rise %.3f fall %.3f; cur delay %.3f rise %.3f fall %.3f; "
+	       "energy delay %.3f rise %.3f; update %.3f ms ",
+	       fa.delay_ms, fa.rise_ms, fa.fall_ms, fc.delay_ms, fc.rise_ms, fc.fall_ms, fe.delay_ms, fe.rise_ms,
+	       fa.update_ms);
+	CU_ASSERT_DOUBLE_EQUAL(fa.delay_ms, 10 + 100 * log(10.0 / 9), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(fa.rise_ms, 100 * log(9.0), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(fa.fall_ms, 100 * log(9.0), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(fc.delay_ms, 1 + 5 * log(10.0 / 9), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(fc.rise_ms, 5 * log(9.0), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(fe.delay_ms, 0.1, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(fa.update_ms, 1.0, 1e-12);
+	uint64_t S = raw_ns() / p * p, half = p / 2;
+	double worst = 0;
+	for (int sig = 0; sig < 2; sig++) {
+		double dead = sig ? 1e6 : 10e6, tau = sig ? 5e6 : 100e6;
+		for (uint64_t dt = 0; dt < 1000000000; dt += 1700000) {
+			double up = 40 + 260 * (dt > dead ? 1 - exp(-((double)dt - dead) / tau) : 0);
+			double down = 300 - 260 * (dt > dead ? 1 - exp(-((double)dt - dead) / tau) : 0);
+			double a = emu_sensor_signal_w(&m, &w, (enum emu_sensor_signal)sig, S + dt);
+			double b = emu_sensor_signal_w(&m, &w, (enum emu_sensor_signal)sig, S + half + dt);
+			worst = fmax(worst, fmax(fabs(a - up), fabs(b - down)));
+		}
+	}
+	printf("(worst |signal - earlier model| %.2e W) ", worst);
+	CU_ASSERT(worst < 260e-6);
+}
+
+/*
+ * CPU per read: the shim builds the model and a table at every read, and
+ * may be polled every millisecond on four GPUs.  The earlier model summed
+ * 10 tau of history (about 25 us a read); this one is closed-form.
+ */
+static void test_read_cost(void)
+{
+	setenv("SPMTAP_EMU_SENSOR_AVG_RISE_MS", "30", 1);
+	setenv("SPMTAP_EMU_SENSOR_AVG_FALL_MS", "60", 1);
+	static const char *const wls[] = { "square:period_ms=100,duty=0.5", "square:period_ms=2,duty=0.5",
+					   "ramp:period_ms=1000" };
+	double model_us[3];
+	for (int k = 0; k < 3; k++) {
+		struct timespec a, b;
+		const int n = 4000;
+		unsigned char buf[512];
+		double sink = 0;
+		uint64_t t0 = raw_ns();
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+		for (int i = 0; i < n; i++) {
+			struct emu_sensor_model m;
+			struct emu_workload w;
+			struct emu_sensor_reading r;
+			emu_sensor_model_init(SPEC, (unsigned)i & 3, 0, &m, NULL, 0);
+			emu_workload_parse(wls[k], &w, NULL, 0);
+			emu_sensor_read(&m, &w, t0 + (uint64_t)i * 250000, t0, &r);
+			sink += (double)emu_sensor_render_metrics(&m, &r, buf, sizeof(buf)) + r.avg_power_w;
+		}
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+		model_us[k] = ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3) / n;
+		CU_ASSERT(sink > 0);
+	}
+	/* through the shim: open/read/close of gpu_metrics, as a poller that reopens does */
+	unsigned char b[4096];
+	struct timespec a0, a1;
+	const int n = 2000;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a0);
+	for (int i = 0; i < n; i++)
+		metrics(0, b);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a1);
+	double shim_us = ((double)(a1.tv_sec - a0.tv_sec) * 1e6 + (double)(a1.tv_nsec - a0.tv_nsec) / 1e3) / n;
+	printf("\n    CPU per read: model %.2f us (100 ms square), %.2f us (2 ms square), %.2f us (1 s ramp); "
+	       "a gpu_metrics open+read+close through the shim %.1f us ",
+	       model_us[0], model_us[1], model_us[2], shim_us);
+	CU_ASSERT(model_us[0] < 10 && model_us[1] < 10);
+	CU_ASSERT(model_us[2] < 60);
+	resp_clear();
+}
+
 /* The truth API: energy is the integral of power, and the counter is its 2^-16 J ticks. */
 static void test_truth(void)
 {
@@ -385,6 +843,12 @@ static const struct testenv_case cases[] = {
 	{ "second_die", test_second_die, NULL },
 	{ "square_delay", test_square_delay, NULL },
 	{ "truth", test_truth, NULL },
+	{ "response_continuous", test_response_continuous, NULL },
+	{ "response_clamped", test_response_clamped, NULL },
+	{ "response_sampled", test_response_sampled, NULL },
+	{ "energy_delay", test_energy_delay, NULL },
+	{ "response_defaults", test_response_defaults, NULL },
+	{ "read_cost", test_read_cost, NULL },
 	{ NULL, NULL, NULL },
 };
 

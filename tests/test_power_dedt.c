@@ -131,6 +131,48 @@ static void stuck_counter(void)
 	CU_ASSERT_EQUAL(d.n.stuck, 1);
 }
 
+/*
+ * A counter that sticks for 100 ms while the firmware timestamp runs on,
+ * read by a poller that missed the last update before the stall: it first
+ * sees the held value one update late.  The jump when the counter moves
+ * again holds 101 ms of energy, and over the 100 ms since that first
+ * sighting it would read 303 W at a constant 300 W (the flaky
+ * "test_smi_emu glitches" failure).  It is no measurement: flagged, and
+ * counting starts over from there.
+ */
+static void stuck_catch_up(void)
+{
+	struct dedt d;
+	struct dedt_out o;
+	dedt_init(&d, NULL);
+	const uint64_t ms = 1000000, tick_per_ms = 19661; /* 300 W = 19660.8 ticks per ms */
+	int valid = 0, flagged = 0, after = 0;
+	double worst = 0;
+	for (uint64_t k = 0; k <= 300; k++) {
+		if (k == 100)
+			continue; /* the read that would have seen the last update before the stall */
+		uint64_t shown = k >= 101 && k <= 200 ? 100 : k; /* stuck from between samples 100 and 101 */
+		uint64_t e = 5000000 + shown * tick_per_ms;
+		if (!dedt_push(&d, e, k * ms, &o))
+			continue;
+		if (o.valid) {
+			valid++;
+			worst = fmax(worst, o.watts);
+			CU_ASSERT(o.watts <= 300.5);
+			if (k > 201)
+				after++;
+		} else if ((o.flags & DEDT_STUCK) && k == 201) {
+			flagged++;
+			CU_ASSERT_EQUAL(o.t1_ns, 201 * ms);
+		}
+	}
+	printf("\n    stuck with a missed update: %d valid intervals, highest %.3f W, catch-up flagged %d ", valid, worst,
+	       flagged);
+	CU_ASSERT_EQUAL(flagged, 1);
+	CU_ASSERT_EQUAL(after, 99); /* counting resumes at once */
+	CU_ASSERT_EQUAL(d.n.stuck, 1);
+}
+
 /* an energy counter slower than the timestamp: held intervals, still exact */
 static void slow_counter_held(void)
 {
@@ -206,6 +248,7 @@ int main(int argc, char **argv)
 		{ "dedt/duplicates_skipped", duplicates_skipped, NULL },
 		{ "dedt/reset_and_backwards", reset_and_backwards, NULL },
 		{ "dedt/stuck_counter", stuck_counter, NULL },
+		{ "dedt/stuck_catch_up", stuck_catch_up, NULL },
 		{ "dedt/slow_counter_held", slow_counter_held, NULL },
 		{ "dedt/second_die_zero", second_die_zero, NULL },
 		{ "dedt/implausible", implausible, NULL },

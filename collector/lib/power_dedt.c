@@ -94,6 +94,21 @@ bool dedt_push(struct dedt *d, uint64_t e, uint64_t t, struct dedt_out *out)
 		}
 		return false;
 	}
+	if (d->same_n >= d->o.stuck_after) {
+		/*
+		 * A stuck counter moves again.  The jump is the energy of the
+		 * whole stall, but its start is not t_prev: the held value may
+		 * be older than its first sighting (a reader that missed the
+		 * last update before the stall sees it one update late, and a
+		 * 100 ms stall then reads as 101 ms of energy in 100 ms).  Not a
+		 * measurement: flag it and count from here.
+		 */
+		out->t0_ns = d->t_prev_ns;
+		out->t1_ns = t;
+		out->flags = DEDT_STUCK | DEDT_HELD;
+		baseline(d, e, t);
+		return true;
+	}
 	double dt_s = (double)(t - d->t_prev_ns) * 1e-9;
 	double w = (double)(e - d->e_prev) * d->o.tick_j / dt_s;
 	out->t0_ns = d->t_prev_ns;

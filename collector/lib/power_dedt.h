@@ -23,7 +23,8 @@ enum dedt_flag {
 	DEDT_DUPLICATE = 1u << 1,    /* same energy and timestamp: a cached re-read, skipped */
 	DEDT_RESET = 1u << 2,        /* energy went backwards: reset or glitch, re-baselined */
 	DEDT_TS_BACKWARDS = 1u << 3, /* sensor time went backwards: re-baselined */
-	DEDT_STUCK = 1u << 4,        /* energy unchanged while time advanced for stuck_after reads */
+	DEDT_STUCK = 1u << 4,        /* energy unchanged while time advanced for stuck_after reads; with
+				      * DEDT_HELD: the interval closing such a stall, not emitted */
 	DEDT_NO_ENERGY = 1u << 5,    /* counter reads 0: MI200 second GCD reports no energy */
 	DEDT_IMPLAUSIBLE = 1u << 6,  /* above max_w: not emitted */
 	DEDT_HELD = 1u << 7,         /* energy unchanged, time advanced: interval extended */

@@ -55,35 +55,83 @@ static void emu_power_of(const struct emu_profile *p, double *idle, double *max,
 	}
 }
 
-/* exp(x) without libm (the shim links no libm): range reduction by ln 2, then Taylor. */
+/*
+ * exp(x) without libm (the shim links no libm): x = k ln 2 + r with
+ * |r| <= ln 2 / 2, Taylor to r^13 (error < 1e-17), 2^k written into the
+ * exponent bits.  A read evaluates a few dozen of these.
+ */
 static double emu_exp(double x)
 {
 	if (x < -700)
 		return 0.0;
 	if (x > 700)
 		x = 700;
-	const double ln2 = 0.6931471805599453;
-	long k = (long)(x / ln2 + (x < 0 ? -0.5 : 0.5));
-	double r = x - (double)k * ln2, term = 1.0, sum = 1.0;
-	for (int i = 1; i < 20; i++) {
+	const double ln2_hi = 0.693147180369123816490, ln2_lo = 1.90821492927058770002e-10;
+	long k = (long)(x * 1.4426950408889634 + (x < 0 ? -0.5 : 0.5));
+	double r = (x - (double)k * ln2_hi) - (double)k * ln2_lo, term = 1.0, sum = 1.0;
+	for (int i = 1; i <= 13; i++) {
 		term *= r / i;
 		sum += term;
 	}
-	for (; k > 0; k--)
-		sum *= 2.0;
-	for (; k < 0; k++)
-		sum *= 0.5;
-	return sum;
+	union {
+		double d;
+		uint64_t u;
+	} two_k = { .u = (uint64_t)(k + 1023) << 52 };
+	return sum * two_k.d;
 }
 
-static double emu_env_num(const char *name, double dflt)
+/* A non-negative number from the environment: 1 and *v if set and valid, else 0. */
+static int emu_env_opt(const char *name, double *v)
 {
 	const char *e = getenv(name);
 	char *end;
 	if (!e || !*e)
-		return dflt;
-	double v = strtod(e, &end);
-	return (*end || !(v >= 0)) ? dflt : v;
+		return 0;
+	double x = strtod(e, &end);
+	if (*end || !(x >= 0 && x < 1e12))
+		return 0;
+	*v = x;
+	return 1;
+}
+
+static double emu_env_num(const char *name, double dflt)
+{
+	double v;
+	return emu_env_opt(name, &v) ? v : dflt;
+}
+
+#define EMU_LN9 2.1972245773362196      /* 10 -> 90 % of a first-order step takes tau ln 9 */
+#define EMU_LN10_9 0.10536051565782628  /* 0 -> 10 % takes tau ln(10/9) */
+
+/*
+ * One signal's response from SPMTAP_EMU_SENSOR_<sig>_*.  RISE and FALL
+ * default to TAU ln 9, so the older TAU knob keeps its meaning.  DELAY is
+ * the 10 % time; unset, it is `dead_ms` of dead time plus the slower
+ * direction's 0 -> 10 % time, which with the defaults is exactly the
+ * earlier model (a dead time of 10 ms / 1 ms before a 100 ms / 5 ms filter).
+ */
+static void emu_response_init(struct emu_sensor_response *r, const char *sig, double tau_ms, double dead_ms)
+{
+	char k[64];
+	double v;
+	snprintf(k, sizeof(k), "SPMTAP_EMU_SENSOR_%s_TAU_MS", sig);
+	double tau = emu_env_num(k, tau_ms) * 1e6;
+	snprintf(k, sizeof(k), "SPMTAP_EMU_SENSOR_%s_RISE_MS", sig);
+	r->rise_ns = emu_env_opt(k, &v) ? v * 1e6 : tau * EMU_LN9;
+	snprintf(k, sizeof(k), "SPMTAP_EMU_SENSOR_%s_FALL_MS", sig);
+	r->fall_ns = emu_env_opt(k, &v) ? v * 1e6 : tau * EMU_LN9;
+	r->tau_up_ns = r->rise_ns / EMU_LN9;
+	r->tau_down_ns = r->fall_ns / EMU_LN9;
+	double slow = r->tau_up_ns > r->tau_down_ns ? r->tau_up_ns : r->tau_down_ns;
+	snprintf(k, sizeof(k), "SPMTAP_EMU_SENSOR_%s_DELAY_MS", sig);
+	r->delay_ns = emu_env_opt(k, &v) ? v * 1e6 : dead_ms * 1e6 + slow * EMU_LN10_9;
+	/* A delay shorter than the filter's own 10 % time cannot be met: no dead time, and the figures say so. */
+	r->dead_up_ns = r->delay_ns - r->tau_up_ns * EMU_LN10_9;
+	r->dead_down_ns = r->delay_ns - r->tau_down_ns * EMU_LN10_9;
+	if (r->dead_up_ns < 0)
+		r->dead_up_ns = 0;
+	if (r->dead_down_ns < 0)
+		r->dead_down_ns = 0;
 }
 
 int emu_glitch_parse(const char *spec, struct emu_glitches *g, char *err, size_t errlen)
@@ -196,10 +244,9 @@ int emu_sensor_model_init(const char *spec, unsigned gpu_index, uint64_t epoch_n
 	m->update_ns = (uint64_t)(emu_env_num("SPMTAP_EMU_SENSOR_UPDATE_US", 1000) * 1e3);
 	if (m->update_ns < 1000)
 		m->update_ns = 1000;
-	m->avg_tau_ns = emu_env_num("SPMTAP_EMU_SENSOR_AVG_TAU_MS", 100) * 1e6;
-	m->avg_delay_ns = emu_env_num("SPMTAP_EMU_SENSOR_AVG_DELAY_MS", 10) * 1e6;
-	m->cur_tau_ns = emu_env_num("SPMTAP_EMU_SENSOR_CUR_TAU_MS", 5) * 1e6;
-	m->cur_delay_ns = emu_env_num("SPMTAP_EMU_SENSOR_CUR_DELAY_MS", 1) * 1e6;
+	emu_response_init(&m->avg, "AVG", 100, 10);
+	emu_response_init(&m->cur, "CUR", 5, 1);
+	m->energy_delay_ns = emu_env_num("SPMTAP_EMU_SENSOR_ENERGY_DELAY_MS", 0) * 1e6;
 	m->temp_tau_ns = emu_env_num("SPMTAP_EMU_SENSOR_TEMP_TAU_MS", 2000) * 1e6;
 	m->cache_ns = (uint64_t)(emu_env_num("SPMTAP_EMU_SENSOR_CACHE_US", 0) * 1e3);
 	m->latency_ns = (uint64_t)(emu_env_num("SPMTAP_EMU_SENSOR_READ_LATENCY_US", 0) * 1e3);
@@ -236,51 +283,305 @@ void emu_sensor_truth(const struct emu_sensor_model *m, const struct emu_workloa
 }
 
 /*
- * y(t) = first-order low-pass of the sensor power, delayed by d:
- * sum over steps j of alpha^j x mean power over [t-d-(j+1)h, t-d-jh],
- * normalised, with h the update interval (coarser for long tau so a read
- * costs at most ~2048 steps) and 10 tau of history (weight left < 5e-5).
- * tau = 0 is the mean power of the last step (no filtering).  Means come
- * from the closed-form energy, so the filter input is exactly the power
- * that the energy counter integrates.
+ * The filter input, the sensor's true power, as one period of a periodic
+ * piecewise-constant wave: edges at offsets at[i] in [0, period), power
+ * v[i] from each edge to the next.  Square and bursts are exact (their
+ * edges measured from a(t) itself, to the ns); a ramp becomes steps of one
+ * update interval (at most EMU_WAVE_MAX per period: with the evaluation's
+ * arrays about 17 KB of the reading thread's stack) at their mean power.
+ * period 0: constant v[0].
  */
+#define EMU_WAVE_MAX 256
+
+struct emu_wave {
+	uint64_t period_ns;
+	int n;
+	uint64_t at[EMU_WAVE_MAX];
+	double v[EMU_WAVE_MAX];
+};
+
+/* The first x in [0, period) where a(x) differs from a(0); period if none. */
+static uint64_t emu_first_change(const struct emu_workload *w, uint64_t period)
+{
+	double a0 = emu_workload_activity(w, 0);
+	uint64_t lo = 1, hi = period;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (emu_workload_activity(w, mid) == a0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The wave of one die's power (the sensor's is `dies` times it: the response scales with its input). */
+static void emu_wave_of(const struct emu_sensor_model *m, const struct emu_workload *w, struct emu_wave *wv)
+{
+	double p0 = m->idle_w + m->offset_w, span = m->max_w - m->idle_w;
+	uint64_t p = 0;
+	memset(wv, 0, sizeof(*wv));
+	wv->v[0] = p0 + span * emu_workload_activity(w, 0);
+	if (w->kind == EMU_WL_SQUARE)
+		p = (uint64_t)(w->period_ms * 1e6);
+	else if (w->kind == EMU_WL_BURSTS)
+		p = (uint64_t)(w->every_ms * 1e6);
+	if (p > 1) {
+		uint64_t on = emu_first_change(w, p);
+		if (on < p) {
+			wv->period_ns = p;
+			wv->n = 2;
+			wv->at[1] = on;
+			wv->v[1] = p0 + span * emu_workload_activity(w, on);
+		}
+		return;
+	}
+	if (w->kind != EMU_WL_RAMP || (p = (uint64_t)(w->period_ms * 1e6)) < 2 * m->update_ns) {
+		if (w->kind == EMU_WL_RAMP)
+			wv->v[0] = p0 + span * 0.5; /* a ramp faster than the updates: its mean */
+		return;
+	}
+	uint64_t n = p / m->update_ns;
+	n = n > EMU_WAVE_MAX ? EMU_WAVE_MAX : n;
+	wv->period_ns = p;
+	wv->n = (int)n;
+	for (uint64_t i = 0; i < n; i++) {
+		/* i p / n without overflowing 64 bits */
+		wv->at[i] = p / n * i + p % n * i / n;
+		uint64_t end = i + 1 < n ? p / n * (i + 1) + p % n * (i + 1) / n : p;
+		wv->v[i] = p0 + span * 0.5 * (double)(wv->at[i] + end) / (double)p; /* a(t) = t / p: the step's mean */
+	}
+}
+
+/* One stretch of constant delayed input z, and the decay factors over it per direction. */
+struct emu_seg {
+	double z, k_up, k_down;
+};
+
+/* The output after one period from y at its start: piecewise exact first-order steps. */
+static double emu_period_map(const struct emu_seg *sg, int n, double y)
+{
+	for (int i = 0; i < n; i++) {
+		double z = sg[i].z;
+		if (z > y)
+			y = z + (y - z) * sg[i].k_up;
+		else if (z < y)
+			y = z + (y - z) * sg[i].k_down;
+	}
+	return y;
+}
+
+/*
+ * Edge indices by age, oldest first, in O(n): edges that share a dead time
+ * (one class per direction) are in offset order, so their ages fall along
+ * the index but for one wrap; each class is read from its oldest edge
+ * round, and the two runs are merged.
+ */
+static void emu_oldest_first(const double *age, int cls[2][EMU_WAVE_MAX], const int ncls[2], int *ord)
+{
+	int pos[2] = { 0, 0 }, left[2] = { ncls[0], ncls[1] }, k = 0;
+	for (int c = 0; c < 2; c++)
+		for (int j = 1; j < ncls[c]; j++)
+			if (age[cls[c][j]] > age[cls[c][pos[c]]])
+				pos[c] = j;
+	while (left[0] || left[1]) {
+		int c = !left[0] || (left[1] && age[cls[1][pos[1]]] > age[cls[0][pos[0]]]);
+		ord[k++] = cls[c][pos[c]];
+		left[c]--;
+		if (++pos[c] == ncls[c])
+			pos[c] = 0;
+	}
+}
+
+/*
+ * The response y(t) to wave wv, in periodic steady state (the workload is
+ * a function of time since boot, so it has always run):
+ *
+ *   z(t): the input with each rising edge delayed by dead_up and each
+ *         falling one by dead_down; where delayed edges overtake each
+ *         other the later original edge wins (a short pulse can vanish);
+ *   dy/dt = (z - y) / (z > y ? tau_up : tau_down).
+ *
+ * Over one period before t, z is a few constant stretches, on each of
+ * which y moves exactly (exponentially, never past z); y(t) is the fixed
+ * point of that period's map, found by regula falsi (Illinois) on
+ * [min v, max v].  For a two-level wave the map is affine and the first
+ * step lands on it.  No history to sum and no time step: exact to
+ * rounding, and a few dozen flops for a square wave.
+ */
+static double emu_respond(const struct emu_wave *wv, double tau_up, double tau_down, double dead_up,
+			  double dead_down, uint64_t t)
+{
+	if (!wv->period_ns || wv->n < 2)
+		return wv->v[0];
+	const uint64_t p = wv->period_ns;
+	const double pd = (double)p;
+	int n = wv->n;
+	double age[EMU_WAVE_MAX], dly[EMU_WAVE_MAX];
+	int ord[EMU_WAVE_MAX], cls[2][EMU_WAVE_MAX], ncls[2] = { 0, 0 };
+	double lo = wv->v[0], hi = wv->v[0];
+	/* whole ns of the dead times and t, modulo p, once: 64-bit divisions are most of the cost of a ramp */
+	const uint64_t tp = t % p, du = (uint64_t)dead_up, dd = (uint64_t)dead_down, dmod[2] = { dd % p, du % p };
+	const double frac[2] = { dead_down - (double)dd, dead_up - (double)du };
+	for (int i = 0; i < n; i++) {
+		double prev = wv->v[(i + n - 1) % n];
+		int c = wv->v[i] > prev;
+		dly[i] = c ? dead_up : dead_down;
+		/* age at t of edge i's latest delayed occurrence, in [0, p): integer ns first, then the fraction */
+		uint64_t x = wv->at[i] + dmod[c];
+		x = x >= p ? x - p : x;
+		uint64_t back = tp >= x ? tp - x : tp + p - x;
+		age[i] = (double)back - frac[c];
+		if (age[i] < 0)
+			age[i] += pd;
+		lo = wv->v[i] < lo ? wv->v[i] : lo;
+		hi = wv->v[i] > hi ? wv->v[i] : hi;
+		cls[c][ncls[c]++] = i;
+	}
+	emu_oldest_first(age, cls, ncls, ord);
+	/*
+	 * z on each stretch: the edge whose original time is latest among those
+	 * whose delayed time has passed.  At the window start that is each
+	 * edge's occurrence a period back; passing an edge's delayed time makes
+	 * its original age a period younger, so the minimum only ever moves to
+	 * the edge just passed.
+	 */
+	int best = 0;
+	double best_age = age[0] + pd + dly[0];
+	for (int i = 1; i < n; i++)
+		if (age[i] + pd + dly[i] < best_age)
+			best = i, best_age = age[i] + pd + dly[i];
+	struct emu_seg sg[EMU_WAVE_MAX + 1];
+	int ns = 0;
+	double a_hi = pd, last_d = -1, last_up = 0, last_down = 0; /* a ramp's stretches are mostly alike */
+	for (int k = 0; k <= n; k++) {
+		double a_lo = k < n ? age[ord[k]] : 0.0;
+		if (k > 0 && age[ord[k - 1]] + dly[ord[k - 1]] < best_age)
+			best = ord[k - 1], best_age = age[ord[k - 1]] + dly[ord[k - 1]];
+		if (a_hi - a_lo > 0) {
+			double d = a_hi - a_lo;
+			if (d - last_d > 1e-3 || last_d - d > 1e-3) { /* a ps either way changes e^(-d/tau) by < 1e-9 */
+				last_d = d;
+				last_up = tau_up > 0 ? emu_exp(-d / tau_up) : 0.0;
+				last_down = tau_down > 0 ? emu_exp(-d / tau_down) : 0.0;
+			}
+			sg[ns].z = wv->v[best];
+			sg[ns].k_up = last_up;
+			sg[ns].k_down = last_down;
+			ns++;
+		}
+		a_hi = a_lo < a_hi ? a_lo : a_hi;
+	}
+	double a = lo, b = hi;
+	double ga = emu_period_map(sg, ns, a) - a, gb = emu_period_map(sg, ns, b) - b;
+	if (!(ga > 0))
+		return a;
+	if (!(gb < 0))
+		return b;
+	double tol = 1e-12 * (hi - lo), c = a;
+	int side = 0;
+	for (int it = 0; it < 200 && b - a > tol; it++) {
+		c = (a * gb - b * ga) / (gb - ga);
+		double fc = emu_period_map(sg, ns, c);
+		double gc = fc - c;
+		if (gc <= tol && gc >= -tol)
+			return fc; /* one more period from near the fixed point is nearer still */
+		if (gc > 0) {
+			a = c, ga = gc;
+			if (side > 0)
+				gb *= 0.5;
+			side = 1;
+		} else {
+			b = c, gb = gc;
+			if (side < 0)
+				ga *= 0.5;
+			side = -1;
+		}
+	}
+	return c;
+}
+
+/* The sensor's response with one time constant and one dead time, as before the asymmetric model. */
 double emu_sensor_filtered_power(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t t_ns,
 				 double tau_ns, double delay_ns)
 {
 	if (!m->dies)
 		return 0.0;
-	double h = (double)m->update_ns;
-	if (tau_ns > 0 && 10 * tau_ns / h > 2048)
-		h = 10 * tau_ns / 2048;
-	uint64_t hn = (uint64_t)h, dn = (uint64_t)delay_ns;
-	h = (double)hn;
-	if (t_ns < dn + hn)
-		return m->dies * (m->idle_w + m->offset_w);
-	uint64_t end = t_ns - dn;
-	int steps = tau_ns > 0 ? (int)(10 * tau_ns / h) + 1 : 1;
-	double alpha = tau_ns > 0 ? emu_exp(-h / tau_ns) : 0.0;
-	double wsum = 0, ysum = 0, wj = 1.0;
-	double e_hi = emu_sensor_energy(m, w, end);
-	for (int j = 0; j < steps && end >= hn; j++) {
-		double e_lo = emu_sensor_energy(m, w, end - hn);
-		ysum += wj * (e_hi - e_lo) / (h * 1e-9);
-		wsum += wj;
-		wj *= alpha;
-		e_hi = e_lo;
-		end -= hn;
+	struct emu_wave wv;
+	emu_wave_of(m, w, &wv);
+	return m->dies * emu_respond(&wv, tau_ns, tau_ns, delay_ns, delay_ns, t_ns);
+}
+
+static double emu_signal_of_wave(const struct emu_sensor_model *m, const struct emu_workload *w,
+				 const struct emu_wave *wv, enum emu_sensor_signal sig, uint64_t t)
+{
+	if (!m->dies)
+		return 0.0;
+	if (sig == EMU_SIG_ENERGY) {
+		/* what dE/dt between consecutive distinct tables shows: the mean over their spacing, delayed */
+		struct emu_sensor_figures f;
+		emu_sensor_figures_of(m, EMU_SIG_ENERGY, &f);
+		uint64_t d = (uint64_t)m->energy_delay_ns, u = (uint64_t)(f.sample_ms * 1e6 + 0.5);
+		uint64_t e = t > d ? t - d : 0, s = e > u ? e - u : 0;
+		if (e <= s)
+			return m->dies * wv->v[0];
+		return (emu_sensor_energy(m, w, e) - emu_sensor_energy(m, w, s)) / ((double)(e - s) * 1e-9);
 	}
-	return wsum > 0 ? ysum / wsum : 0.0;
+	const struct emu_sensor_response *r = sig == EMU_SIG_AVG ? &m->avg : &m->cur;
+	return m->dies * emu_respond(wv, r->tau_up_ns, r->tau_down_ns, r->dead_up_ns, r->dead_down_ns, t);
+}
+
+double emu_sensor_signal_w(const struct emu_sensor_model *m, const struct emu_workload *w,
+			   enum emu_sensor_signal sig, uint64_t t_ns)
+{
+	struct emu_wave wv;
+	emu_wave_of(m, w, &wv);
+	return emu_signal_of_wave(m, w, &wv, sig, t_ns);
+}
+
+void emu_sensor_figures_of(const struct emu_sensor_model *m, enum emu_sensor_signal sig,
+			   struct emu_sensor_figures *f)
+{
+	memset(f, 0, sizeof(*f));
+	double u = (double)m->update_ns;
+	f->update_ms = u * 1e-6;
+	/* Distinct tables: every update, or with a wider cache window C every floor/ceil(C/U) updates. */
+	f->sample_ms = f->update_ms;
+	if (m->cache_ns > m->update_ns) {
+		uint64_t q = m->cache_ns / m->update_ns, r = m->cache_ns % m->update_ns;
+		double fr = (double)r / u;
+		f->sample_ms = f->update_ms * (fr > 0.5 ? (double)q + 1 : fr < 0.5 ? (double)q : (double)q + 0.5);
+	}
+	if (sig == EMU_SIG_ENERGY) {
+		/* a boxcar as wide as the spacing of the tables, after the delay: a linear ramp over it */
+		f->delay_up_ms = f->delay_down_ms = m->energy_delay_ns * 1e-6 + 0.1 * f->sample_ms;
+		f->rise_ms = f->fall_ms = 0.8 * f->sample_ms;
+	} else {
+		const struct emu_sensor_response *r = sig == EMU_SIG_AVG ? &m->avg : &m->cur;
+		f->delay_up_ms = (r->dead_up_ns + r->tau_up_ns * EMU_LN10_9) * 1e-6;
+		f->delay_down_ms = (r->dead_down_ns + r->tau_down_ns * EMU_LN10_9) * 1e-6;
+		f->rise_ms = r->rise_ns * 1e-6;
+		f->fall_ms = r->fall_ns * 1e-6;
+	}
+	f->delay_ms = 0.5 * (f->delay_up_ms + f->delay_down_ms);
+}
+
+/* The counter before glitches at sample time s: the energy up to s - ENERGY_DELAY, in ticks. */
+static uint64_t emu_counter_ticks(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t s)
+{
+	if (!m->dies)
+		return 0;
+	uint64_t d = (uint64_t)m->energy_delay_ns;
+	return m->energy_base_ticks + (uint64_t)(emu_sensor_energy(m, w, s > d ? s - d : 0) * EMU_ENERGY_TICKS_PER_J);
 }
 
 /* The energy counter at sample time s with glitches 0..upto-1 applied. */
 static uint64_t emu_glitched_ticks(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t s,
 				   int upto)
 {
-	struct emu_sensor_truth t;
-	emu_sensor_truth(m, w, s, &t);
-	uint64_t v = t.energy_ticks;
 	if (!m->dies)
 		return 0;
+	uint64_t now = emu_counter_ticks(m, w, s), v = now;
 	for (int i = 0; i < upto; i++) {
 		uint64_t at = m->epoch_ns + m->glitches.g[i].at_ns;
 		if (s < at)
@@ -291,9 +592,7 @@ static uint64_t emu_glitched_ticks(const struct emu_sensor_model *m, const struc
 			break;
 		case EMU_GLITCH_RESET: {
 			/* The firmware accumulator restarts at 0: earlier history is gone. */
-			struct emu_sensor_truth t0;
-			emu_sensor_truth(m, w, at - at % m->update_ns, &t0);
-			v = t.energy_ticks - t0.energy_ticks;
+			v = now - emu_counter_ticks(m, w, at - at % m->update_ns);
 			break;
 		}
 		case EMU_GLITCH_STUCK:
@@ -303,14 +602,6 @@ static uint64_t emu_glitched_ticks(const struct emu_sensor_model *m, const struc
 		}
 	}
 	return v;
-}
-
-static double emu_temp_base(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t s)
-{
-	/* Temperature follows the die's power (the second GCD heats too), slowly. */
-	struct emu_sensor_model die = *m;
-	die.dies = 1;
-	return emu_sensor_filtered_power(&die, w, s, m->temp_tau_ns, 0);
 }
 
 void emu_sensor_read(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t raw_ns,
@@ -328,9 +619,12 @@ void emu_sensor_read(const struct emu_sensor_model *m, const struct emu_workload
 	r->system_clock_counter = boot_ns;
 	r->firmware_timestamp = s / 10;
 	r->energy_ticks = emu_glitched_ticks(m, w, s, m->glitches.n);
-	r->avg_power_w = emu_sensor_filtered_power(m, w, s, m->avg_tau_ns, m->avg_delay_ns);
-	r->cur_power_w = emu_sensor_filtered_power(m, w, s, m->cur_tau_ns, m->cur_delay_ns);
-	double pf = emu_temp_base(m, w, s);
+	struct emu_wave wv;
+	emu_wave_of(m, w, &wv);
+	r->avg_power_w = emu_signal_of_wave(m, w, &wv, EMU_SIG_AVG, s);
+	r->cur_power_w = emu_signal_of_wave(m, w, &wv, EMU_SIG_CUR, s);
+	/* Temperature follows the die's power (the second GCD heats too), slowly. */
+	double pf = emu_respond(&wv, m->temp_tau_ns, m->temp_tau_ns, 0, 0, s);
 	r->temp_edge_c = 25.0 + 0.10 * pf;
 	r->temp_hotspot_c = r->temp_edge_c + 0.06 * pf;
 	r->temp_mem_c = r->temp_edge_c + 0.04 * pf;

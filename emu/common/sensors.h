@@ -96,6 +96,28 @@ struct emu_glitches {
 	} g[EMU_MAX_GLITCHES];
 };
 
+/* The signals whose step response the model states (docs/emulator.md, "Sensors"). */
+enum emu_sensor_signal {
+	EMU_SIG_AVG,    /* average_socket_power (v1_3), power1_average */
+	EMU_SIG_CUR,    /* curr_socket_power (v1_5), power1_input */
+	EMU_SIG_ENERGY, /* power derived from energy_accumulator: dE/dt between consecutive tables */
+};
+
+/*
+ * How a power signal answers a load step: a dead time, then a first-order
+ * approach whose time constant depends on the direction (up while the
+ * delayed input is above the output, down while below), so rise and fall
+ * may differ as on real sensors.  The knobs state the figures of merit;
+ * the rest follows: tau = RISE / ln 9 and FALL / ln 9, dead time = DELAY -
+ * tau ln(10/9) per direction (at least 0), so the output has moved 10 % of
+ * a step DELAY after it in both directions.
+ */
+struct emu_sensor_response {
+	double delay_ns, rise_ns, fall_ns;   /* as configured (SPMTAP_EMU_SENSOR_<SIG>_DELAY_MS, _RISE_MS, _FALL_MS) */
+	double tau_up_ns, tau_down_ns;       /* time constants */
+	double dead_up_ns, dead_down_ns;     /* dead times applied to rising and falling input edges */
+};
+
 /* Everything that decides one GPU node's sensors; see emu_sensor_model_init. */
 struct emu_sensor_model {
 	const struct emu_profile *profile;
@@ -108,7 +130,9 @@ struct emu_sensor_model {
 	uint64_t energy_base_ticks; /* counter value at MONOTONIC_RAW 0 */
 	int metrics_crev;     /* 3 (v1_3) or 5 (v1_5) */
 	uint64_t update_ns;   /* SPMTAP_EMU_SENSOR_UPDATE_US */
-	double avg_tau_ns, avg_delay_ns, cur_tau_ns, cur_delay_ns, temp_tau_ns;
+	struct emu_sensor_response avg, cur;  /* SPMTAP_EMU_SENSOR_AVG_*, _CUR_* */
+	double energy_delay_ns; /* SPMTAP_EMU_SENSOR_ENERGY_DELAY_MS: the counter integrates power this much late */
+	double temp_tau_ns;
 	uint64_t cache_ns;    /* SPMTAP_EMU_SENSOR_CACHE_US */
 	uint64_t latency_ns;  /* SPMTAP_EMU_SENSOR_READ_LATENCY_US */
 	uint64_t epoch_ns;    /* glitch times are relative to this (tree creation) */
@@ -124,7 +148,31 @@ struct emu_sensor_truth {
 	double die_energy_j;      /* integral of die_power_w from t = 0 */
 	double sensor_power_w;    /* what the sensor measures: package on the MI250X primary, 0 on its second GCD */
 	double sensor_energy_j;   /* integral of sensor_power_w from t = 0 */
-	uint64_t energy_ticks;    /* energy_base_ticks + floor(sensor_energy_j * 65536), no quantisation in time, no glitches */
+	/*
+	 * energy_base_ticks + floor(sensor_energy_j * 65536): no quantisation
+	 * in time, no glitches, no delay.  The counter in a table sampled at s
+	 * shows this at s - energy_delay_ns (then glitches).
+	 */
+	uint64_t energy_ticks;
+};
+
+/*
+ * The figures of merit of one signal as spmtap's sensor analysis measures
+ * them (specs/sensor-analysis-v1.md 3) on the continuous signal, i.e.
+ * before the tables sample it every update interval: the ground truth a
+ * test of that analysis compares with.  Sampling adds to a measured delay
+ * between 0 and one table spacing (sample_ms is the median; a cache wider
+ * than the update makes spacings of floor and ceil(CACHE / UPDATE)
+ * updates), and moves rise and fall by less than one.
+ */
+struct emu_sensor_figures {
+	double delay_ms;        /* step -> 10 % of the way: the mean of the two below (equal unless clamped) */
+	double delay_up_ms;     /* rising step -> 10 % */
+	double delay_down_ms;   /* falling step -> 90 % (moved 10 % down) */
+	double rise_ms;         /* 10 -> 90 % for an upward step */
+	double fall_ms;         /* 90 -> 10 % for a downward step */
+	double update_ms;       /* firmware update interval (SPMTAP_EMU_SENSOR_UPDATE_US) */
+	double sample_ms;       /* median spacing of the distinct tables a fast reader gets (the cache can widen it) */
 };
 
 /* What the tables show for a read at (raw_ns, boot_ns). */
@@ -158,9 +206,27 @@ uint64_t emu_sensor_epoch_ns(const char *tree_dir);
 void emu_sensor_truth(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t t_ns,
 		      struct emu_sensor_truth *out);
 
-/* First-order low-pass (time constant tau, delay d, both ns) of the sensor's true power at t. */
+/*
+ * First-order low-pass (time constant tau, dead time d, both ns, the same
+ * in both directions) of the sensor's true power at t, in periodic steady
+ * state (the workload has always run).
+ */
 double emu_sensor_filtered_power(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t t_ns,
 				 double tau_ns, double delay_ns);
+
+/*
+ * The continuous signal `sig` at MONOTONIC_RAW t, in W: what a table
+ * sampled at t shows before rounding to whole watts (for EMU_SIG_ENERGY,
+ * the mean power over one table spacing, sample_ms of the figures, before
+ * t - energy_delay_ns: what dE/dt between two consecutive distinct tables
+ * gives).  0 on an MI250X second GCD.
+ */
+double emu_sensor_signal_w(const struct emu_sensor_model *m, const struct emu_workload *w,
+			   enum emu_sensor_signal sig, uint64_t t_ns);
+
+/* The ground-truth figures of merit of `sig` under the model's knobs. */
+void emu_sensor_figures_of(const struct emu_sensor_model *m, enum emu_sensor_signal sig,
+			   struct emu_sensor_figures *f);
 
 /* The reading a sysfs read at (raw_ns, boot_ns) returns (update quantisation, cache, glitches). */
 void emu_sensor_read(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t raw_ns,
