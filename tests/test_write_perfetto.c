@@ -112,7 +112,7 @@ static int write_small(const char *p, char *err, size_t errlen)
 	double pw[] = { 123.5, 130.0 }, te[] = { 45.25, 46.0 };
 	const void *v2[] = { pw, te };
 	struct series_chunk c2 = { &smi, 2, t2, NULL, v2, NULL };
-	struct series_slice sl = { T0 + 10, T0 + 900, "warmup", 0 };
+	struct series_slice sl = { .start_ns = T0 + 10, .end_ns = T0 + 900, .name = "warmup" };
 	if (!rc)
 		rc = o->write(w, &c1, err, errlen);
 	if (!rc)
@@ -246,7 +246,7 @@ static void test_protoc_decode(void)
 	CU_ASSERT_EQUAL(count(txt, "type: TYPE_SLICE_BEGIN"), 1);
 	CU_ASSERT_EQUAL(count(txt, "type: TYPE_SLICE_END"), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "name: \"warmup\""));
-	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "name: \"phases\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "name: \"phases: phase\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "counter_value: 11\n"));
 	CU_ASSERT_PTR_NULL(strstr(txt, "counter_value: 12\n")); /* the missing cell */
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "counter_value: 300\n"));
@@ -337,14 +337,14 @@ static void test_protobuf_c_every_packet(void)
 			break;
 		}
 		case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN:
-			CU_ASSERT_STRING_EQUAL(tr->name, "phases");
+			CU_ASSERT_STRING_EQUAL(tr->name, "phases: phase");
 			CU_ASSERT_STRING_EQUAL(e->name, "warmup");
 			CU_ASSERT_EQUAL(p->timestamp, T0 + 10);
 			last_begin = (int64_t)p->timestamp;
 			nslice++;
 			break;
 		case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END:
-			CU_ASSERT_STRING_EQUAL(tr->name, "phases");
+			CU_ASSERT_STRING_EQUAL(tr->name, "phases: phase");
 			CU_ASSERT_EQUAL(last_begin, T0 + 10);
 			CU_ASSERT_EQUAL(p->timestamp, T0 + 900);
 			nslice++;
@@ -651,7 +651,7 @@ static void test_errors(void)
 	struct series_chunk c = { &smi, 1, ts, NULL, vals, NULL }; /* smi not declared */
 	CU_ASSERT_EQUAL(writer_perfetto.write(w, &c, err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "undeclared stream 9"));
-	struct series_slice s = { T0 + 10, T0, "backwards", 0 };
+	struct series_slice s = { .start_ns = T0 + 10, .end_ns = T0, .name = "backwards" };
 	CU_ASSERT_EQUAL(writer_perfetto.slice(w, &s, err, sizeof(err)), -EINVAL);
 	/* Errors of use are not sticky: the file is still fine. */
 	c.stream = &spm;

@@ -226,9 +226,9 @@ static int write_fixture(const char *p)
 	CU_ASSERT_EQUAL(ops->begin(w, &smi, err, sizeof(err)), 0);
 	write_spm(ops, w);
 	write_smi(ops, w);
-	struct series_slice sl = { T0 + 10000, T0 + 30000, "phase:fwd", 42 };
+	struct series_slice sl = { .start_ns = T0 + 10000, .end_ns = T0 + 30000, .name = "phase:fwd", .track = 42 };
 	CU_ASSERT_EQUAL(ops->slice(w, &sl, err, sizeof(err)), 0);
-	struct series_slice sl2 = { T0 + 60000, T0 + 90000, "phase:bwd", 42 };
+	struct series_slice sl2 = { .start_ns = T0 + 60000, .end_ns = T0 + 90000, .name = "phase:bwd", .track = 42 };
 	CU_ASSERT_EQUAL(ops->slice(w, &sl2, err, sizeof(err)), 0);
 	rc = ops->end(w, err, sizeof(err));
 	if (rc)
