@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Drawing a figure on any cairo surface, back to front: grid, phase bands,
+ * levels, series, confidence windows, markers, then axes, text and legends
+ * on top so nothing hides them.  Colours and their meaning: plot.h and
+ * docs/plots.md.
+ */
+#include <cairo.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/analysis/plot_internal.h"
+#include "log.h"
+
+#define RGB_GRID 0xE6E6E6u
+#define RGB_FRAME 0xBBBBBBu
+#define RGB_MARK 0x444444u
+#define RGB_LEVEL 0x666666u
+#define LANE_H 10
+#define LEGEND_ROW 17
+
+static void rgb(cairo_t *cr, uint32_t c, double a)
+{
+	cairo_set_source_rgba(cr, ((c >> 16) & 255) / 255.0, ((c >> 8) & 255) / 255.0, (c & 255) / 255.0, a);
+}
+
+static void font(cairo_t *cr, double size, bool bold)
+{
+	cairo_select_font_face(cr, PLOT_FONT, CAIRO_FONT_SLANT_NORMAL,
+			       bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_set_font_size(cr, size);
+}
+
+static double text_w(cairo_t *cr, const char *s)
+{
+	cairo_text_extents_t e;
+	cairo_text_extents(cr, s, &e);
+	return e.x_advance;
+}
+
+/*
+ * s, cut to fit maxw px with an ellipsis; cuts fall between UTF-8
+ * characters (the figure's strings are valid UTF-8: plot.c made them so).
+ */
+static const char *fit(cairo_t *cr, const char *s, double maxw, char *buf, size_t len)
+{
+	if (text_w(cr, s) <= maxw)
+		return s;
+	size_t n = strlen(s);
+	if (n + 4 > len)
+		n = len - 4;
+	for (;;) {
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+		memcpy(buf, s, n);
+		memcpy(buf + n, "\xe2\x80\xa6", 4); /* U+2026 and the NUL */
+		if (n == 0 || text_w(cr, buf) <= maxw)
+			return buf;
+		n--;
+	}
+}
+
+/* Text with its left edge at x + ax * -width (ax 0 left, 0.5 centre, 1 right), baseline y. */
+static void text_at(cairo_t *cr, double x, double y, double ax, const char *s)
+{
+	cairo_move_to(cr, x - ax * text_w(cr, s), y);
+	cairo_show_text(cr, s);
+}
+
+static double x_of(const struct plot_frame *fr, int64_t t)
+{
+	return fr->xm.x0 + (double)(t - fr->xm.origin) * fr->xm.px_per_ns;
+}
+
+/* Far-off vertices are cut: cairo's 24.8 fixed point overflows near 8e6 px. */
+static double y_of(const struct plot_frame *fr, int p, double v)
+{
+	const struct plot_rect *r = &fr->L.panel[p];
+	return fmin(fmax(plot_frame_y(fr, p, v), r->y - 1e5), r->y + r->h + 1e5);
+}
+
+static void clip_panel(cairo_t *cr, const struct plot_rect *r)
+{
+	cairo_rectangle(cr, r->x, r->y, r->w, r->h);
+	cairo_clip(cr);
+}
+
+static void draw_grid(const struct plot_frame *fr, cairo_t *cr)
+{
+	rgb(cr, RGB_GRID, 1);
+	cairo_set_line_width(cr, 1);
+	for (int p = 0; p < fr->L.npanels; p++) {
+		const struct plot_rect *r = &fr->L.panel[p];
+		for (int k = 0; k < fr->p[p].yt.n; k++) {
+			double y = floor(plot_frame_y(fr, p, fr->p[p].yt.v[k])) + 0.5;
+			if (y <= r->y + 1 || y >= r->y + r->h - 1)
+				continue;
+			cairo_move_to(cr, r->x, y);
+			cairo_line_to(cr, r->x + r->w, y);
+		}
+		for (int k = 0; k < fr->xt.n; k++) {
+			double x = floor(r->x + (fr->xt.v[k] - fr->origin_off) * fr->unit_ns * fr->xm.px_per_ns) + 0.5;
+			if (x <= r->x + 1 || x >= r->x + r->w - 1)
+				continue;
+			cairo_move_to(cr, x, r->y);
+			cairo_line_to(cr, x, r->y + r->h);
+		}
+	}
+	cairo_stroke(cr);
+}
+
+static void draw_phases(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	rgb(cr, PLOT_RGB_PHASE, PLOT_PHASE_ALPHA);
+	for (int p = 0; p < fr->L.npanels; p++) {
+		const struct plot_rect *r = &fr->L.panel[p];
+		cairo_save(cr);
+		clip_panel(cr, r);
+		for (size_t i = 0; i < f->nphases; i++) {
+			double a = fmax(x_of(fr, f->phases[i].t0), r->x - 1);
+			double b = fmin(x_of(fr, f->phases[i].t1), r->x + r->w + 1);
+			if (b <= a)
+				continue;
+			/* one fill per band, so overlapping phases add up */
+			cairo_rectangle(cr, a, r->y, b - a, r->h);
+			cairo_fill(cr);
+		}
+		cairo_restore(cr);
+	}
+}
+
+static void draw_levels(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	static const double dash[] = { 6, 4 };
+	font(cr, 10, false);
+	for (size_t i = 0; i < f->nlevels; i++) {
+		const struct plot_level *l = &f->levels[i];
+		const struct plot_rect *r = &fr->L.panel[l->panel];
+		double y = floor(plot_frame_y(fr, l->panel, l->y)) + 0.5;
+		if (y < r->y || y > r->y + r->h)
+			continue;
+		rgb(cr, RGB_LEVEL, 1);
+		cairo_set_line_width(cr, 1);
+		cairo_set_dash(cr, dash, 2, 0);
+		cairo_move_to(cr, r->x, y);
+		cairo_line_to(cr, r->x + r->w, y);
+		cairo_stroke(cr);
+		cairo_set_dash(cr, NULL, 0, 0);
+		char buf[256];
+		text_at(cr, r->x + r->w - 4, y - 3, 1, fit(cr, l->label, r->w / 3, buf, sizeof(buf)));
+	}
+}
+
+static int draw_series(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	static const double dash[] = { 6, 3 };
+	struct plot_path path = { 0 };
+	int rc = 0;
+	cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+	cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+	for (size_t i = 0; i < f->nseries && !rc; i++) {
+		const struct plot_series *s = &f->series[i].s;
+		rc = plot_reduce(s, &fr->xm, &path);
+		if (rc || !path.n)
+			continue;
+		cairo_save(cr);
+		clip_panel(cr, &fr->L.panel[s->panel]);
+		double px = NAN, py = NAN;
+		for (size_t k = 0; k < path.n; k++) {
+			/*
+			 * On a 1/8 px grid, which no eye sees, but which makes
+			 * the SVG's numbers short and lets repeats go.
+			 */
+			double x = round(path.pt[k].x * 8) / 8, y = round(y_of(fr, s->panel, path.pt[k].v) * 8) / 8;
+			if (path.pt[k].op == PLOT_MOVE)
+				cairo_move_to(cr, x, y);
+			else if (x != px || y != py)
+				cairo_line_to(cr, x, y);
+			px = x;
+			py = y;
+		}
+		rgb(cr, plot_color_rgb(s->color), 1);
+		cairo_set_line_width(cr, s->width);
+		cairo_set_dash(cr, s->dashed ? dash : NULL, s->dashed ? 2 : 0, 0);
+		cairo_stroke(cr);
+		cairo_restore(cr);
+	}
+	plot_path_free(&path);
+	return rc;
+}
+
+/* A hatched strip: the window's colour, translucent, with diagonal lines. */
+static void hatch(cairo_t *cr, double x, double y, double w, double h, uint32_t c)
+{
+	cairo_save(cr);
+	cairo_rectangle(cr, x, y, w, h);
+	cairo_clip(cr);
+	rgb(cr, c, 0.28);
+	cairo_paint(cr);
+	rgb(cr, c, 1);
+	cairo_set_line_width(cr, 1);
+	for (double k = x - h; k < x + w; k += 4) {
+		cairo_move_to(cr, k, y + h);
+		cairo_line_to(cr, k + h, y);
+	}
+	cairo_stroke(cr);
+	cairo_restore(cr);
+}
+
+/* Lane k of a panel: the strip's top edge. */
+static double lane_y(const struct plot_rect *r, int k)
+{
+	return r->y + r->h - 4 - (k + 1) * LANE_H;
+}
+
+static void draw_windows(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	for (size_t i = 0; i < f->nwindows; i++) {
+		const struct plot_window *w = &f->windows[i];
+		const struct plot_series *s = &f->series[w->series].s;
+		const struct plot_rect *r = &fr->L.panel[s->panel];
+		uint32_t c = plot_color_rgb(s->color);
+		double y = lane_y(r, fr->lane[w->series]);
+		double a = x_of(fr, w->t0), b = x_of(fr, w->t1);
+		/* cut to the panel first: the hatching's cost grows with the width */
+		double ca = fmax(a, r->x - 4), cb = fmin(b, r->x + r->w + 4);
+		if (cb < ca)
+			continue;
+		cairo_save(cr);
+		clip_panel(cr, r);
+		hatch(cr, ca, y + 1, fmax(cb - ca, 1), LANE_H - 3, c);
+		/* brackets at the ends in view, taller than the strip, so a window reads as a span */
+		rgb(cr, c, 1);
+		cairo_set_line_width(cr, 1.5);
+		for (int e = 0; e < 2; e++) {
+			double x = e ? b : a, d = e ? -3 : 3;
+			if (x != (e ? cb : ca))
+				continue;
+			cairo_move_to(cr, x + d, y - 1);
+			cairo_line_to(cr, x, y - 1);
+			cairo_line_to(cr, x, y + LANE_H);
+			cairo_line_to(cr, x + d, y + LANE_H);
+		}
+		cairo_stroke(cr);
+		cairo_restore(cr);
+	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Labels in the strip above the panels, left to right, each in the first
+ * of `rows` rows (12 px apart) where it does not overlap the label before
+ * it, or left out: a crowded figure stays readable, and the report's
+ * tables name every phase anyway.  Phases are centred over their band,
+ * markers start at their line.  `key` holds (time, index) pairs, sorted here.
+ */
+static void strip_labels(cairo_t *cr, const struct plot_frame *fr, int64_t (*key)[2], size_t n,
+			 const char *const *label, const int64_t (*span)[2], double base, int rows, bool centred)
+{
+	const struct plot_rect *lr = &fr->L.labels;
+	double right_of_last[2] = { -INFINITY, -INFINITY };
+	char buf[256];
+	qsort(key, n, sizeof(*key), cmp_i64);
+	for (size_t j = 0; j < n; j++) {
+		size_t i = (size_t)key[j][1];
+		double a = x_of(fr, span[i][0]), b = x_of(fr, span[i][1]);
+		if (b < lr->x || a > lr->x + lr->w || !*label[i])
+			continue;
+		const char *s = fit(cr, label[i], fmax(centred ? b - a + 40 : 160, 40), buf, sizeof(buf));
+		double w = text_w(cr, s);
+		double x = centred ? (fmax(a, lr->x) + fmin(b, lr->x + lr->w)) / 2 - w / 2 : a + 3;
+		x = fmin(fmax(x, lr->x), lr->x + lr->w - w);
+		for (int r = 0; r < rows && r < 2; r++) {
+			if (x < right_of_last[r] + 6)
+				continue;
+			cairo_move_to(cr, x, base + 12 * r);
+			cairo_show_text(cr, s);
+			right_of_last[r] = x + w;
+			break;
+		}
+	}
+}
+
+static int draw_labels(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	size_t n = f->nphases > f->nmarkers ? f->nphases : f->nmarkers;
+	if (!n)
+		return 0;
+	int64_t(*key)[2] = malloc(n * sizeof(*key));
+	int64_t(*span)[2] = malloc(n * sizeof(*span));
+	const char **label = malloc(n * sizeof(*label));
+	if (!key || !span || !label) {
+		free(key);
+		free(span);
+		free(label);
+		return -ENOMEM;
+	}
+	double y = fr->L.labels.y;
+	if (f->nmarkers) { /* markers' rows on top, so phase labels sit right above their bands */
+		for (size_t i = 0; i < f->nmarkers; i++) {
+			key[i][0] = f->markers[i].t;
+			key[i][1] = (int64_t)i;
+			span[i][0] = span[i][1] = f->markers[i].t;
+			label[i] = f->markers[i].label;
+		}
+		int rows = plot_marker_rows(f);
+		font(cr, 10, false);
+		rgb(cr, RGB_MARK, 1);
+		strip_labels(cr, fr, key, f->nmarkers, label, (const int64_t(*)[2])span, y + 10, rows, false);
+		y += PLOT_MARKER_ROW_H * rows;
+	}
+	if (f->nphases) {
+		for (size_t i = 0; i < f->nphases; i++) {
+			key[i][0] = f->phases[i].t0;
+			key[i][1] = (int64_t)i;
+			span[i][0] = f->phases[i].t0;
+			span[i][1] = f->phases[i].t1;
+			label[i] = f->phases[i].label;
+		}
+		font(cr, 11, false);
+		rgb(cr, PLOT_RGB_TEXT, 1);
+		strip_labels(cr, fr, key, f->nphases, label, (const int64_t(*)[2])span, y + 11, 1, true);
+	}
+	free(key);
+	free(span);
+	free(label);
+	return 0;
+}
+
+static void draw_markers(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	static const double dash[] = { 5, 3 };
+	rgb(cr, RGB_MARK, 1);
+	cairo_set_line_width(cr, 1);
+	cairo_set_dash(cr, dash, 2, 0);
+	for (size_t i = 0; i < f->nmarkers; i++) {
+		double x = floor(x_of(fr, f->markers[i].t)) + 0.5;
+		for (int p = 0; p < fr->L.npanels; p++) {
+			const struct plot_rect *r = &fr->L.panel[p];
+			if (x < r->x || x > r->x + r->w)
+				continue;
+			cairo_move_to(cr, x, r->y);
+			cairo_line_to(cr, x, r->y + r->h);
+		}
+	}
+	cairo_stroke(cr);
+	cairo_set_dash(cr, NULL, 0, 0);
+}
+
+static void draw_axes(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	char buf[64], lab[512];
+	int last = fr->L.npanels - 1;
+	for (int p = 0; p <= last; p++) {
+		const struct plot_rect *r = &fr->L.panel[p];
+		double x = r->x, y = r->y, w = r->w, h = r->h;
+		rgb(cr, RGB_FRAME, 1);
+		cairo_set_line_width(cr, 1);
+		cairo_move_to(cr, x, y + 0.5);
+		cairo_line_to(cr, x + w - 0.5, y + 0.5);
+		cairo_line_to(cr, x + w - 0.5, y + h);
+		cairo_stroke(cr);
+		/* the axes: 2 px centred on the panel's integer edges, so they stay crisp */
+		rgb(cr, PLOT_RGB_AXIS, 1);
+		cairo_set_line_width(cr, 2);
+		cairo_move_to(cr, x, y);
+		cairo_line_to(cr, x, y + h + 1);
+		cairo_move_to(cr, x - 1, y + h);
+		cairo_line_to(cr, x + w, y + h);
+		cairo_stroke(cr);
+		cairo_set_line_width(cr, 1);
+		font(cr, 11, false);
+		for (int k = 0; k < fr->p[p].yt.n; k++) {
+			double ty = floor(plot_frame_y(fr, p, fr->p[p].yt.v[k])) + 0.5;
+			if (ty < y - 0.5 || ty > y + h + 0.5)
+				continue;
+			/* no tick mark on the x axis itself: it would stick out of its line */
+			if (ty < y + h - 2) {
+				rgb(cr, PLOT_RGB_AXIS, 1);
+				cairo_move_to(cr, x - 6, ty);
+				cairo_line_to(cr, x - 1, ty);
+				cairo_stroke(cr);
+			}
+			plot_tick_label(&fr->p[p].yt, fr->p[p].yt.v[k], buf, sizeof(buf));
+			rgb(cr, PLOT_RGB_TEXT, 1);
+			text_at(cr, x - 9, ty + 4, 1, buf);
+		}
+		for (int k = 0; k < fr->xt.n; k++) {
+			double tx = floor(x + (fr->xt.v[k] - fr->origin_off) * fr->unit_ns * fr->xm.px_per_ns) + 0.5;
+			if (tx < x - 0.5 || tx > x + w + 0.5)
+				continue;
+			if (tx > x + 2) { /* likewise on the y axis */
+				rgb(cr, PLOT_RGB_AXIS, 1);
+				cairo_move_to(cr, tx, y + h + 1);
+				cairo_line_to(cr, tx, y + h + 6);
+				cairo_stroke(cr);
+			}
+			if (p == last) {
+				plot_tick_label(&fr->xt, fr->xt.v[k], buf, sizeof(buf));
+				rgb(cr, PLOT_RGB_TEXT, 1);
+				text_at(cr, tx, y + h + 18, 0.5, buf);
+			}
+		}
+		/* the y-axis title, turned to run up the panel's left side */
+		font(cr, 12, false);
+		rgb(cr, PLOT_RGB_TEXT, 1);
+		const char *yl = fit(cr, f->panel[p].ylabel, h, lab, sizeof(lab));
+		cairo_save(cr);
+		cairo_translate(cr, 10 + 12, y + h / 2);
+		cairo_rotate(cr, -M_PI / 2);
+		text_at(cr, 0, 0, 0.5, yl);
+		cairo_restore(cr);
+	}
+	const struct plot_rect *r = &fr->L.panel[last];
+	snprintf(lab, sizeof(lab), "time [%s] from %s", fr->unit, f->origin_name ? f->origin_name : "start");
+	font(cr, 12, false);
+	text_at(cr, r->x + r->w / 2, r->y + r->h + 36, 0.5, lab);
+}
+
+static void draw_legends(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	static const double dash[] = { 6, 3 };
+	char name[512], buf[512];
+	font(cr, 12, false);
+	for (int p = 0; p < fr->L.npanels; p++) {
+		const struct plot_rect *r = &fr->L.legend[p];
+		double y = r->y + 4 + LEGEND_ROW / 2.0, tw = r->w - 30;
+		for (size_t i = 0; i < f->nseries && y < r->y + r->h; i++) {
+			const struct plot_series *s = &f->series[i].s;
+			if (s->panel != p)
+				continue;
+			rgb(cr, plot_color_rgb(s->color), 1);
+			cairo_set_line_width(cr, fmin(fmax(s->width, 2), 4));
+			cairo_set_dash(cr, s->dashed ? dash : NULL, s->dashed ? 2 : 0, 0);
+			cairo_move_to(cr, r->x, y);
+			cairo_line_to(cr, r->x + 24, y);
+			cairo_stroke(cr);
+			cairo_set_dash(cr, NULL, 0, 0);
+			snprintf(name, sizeof(name), s->unit && *s->unit ? "%s [%s]" : "%s", s->name, s->unit);
+			rgb(cr, PLOT_RGB_TEXT, 1);
+			text_at(cr, r->x + 30, y + 4, 0, fit(cr, name, tw, buf, sizeof(buf)));
+			y += LEGEND_ROW;
+		}
+		if (p == 0 && f->nphases && y < r->y + r->h) {
+			rgb(cr, PLOT_RGB_PHASE, PLOT_PHASE_ALPHA);
+			cairo_rectangle(cr, r->x, y - 6, 24, 12);
+			cairo_fill(cr);
+			rgb(cr, PLOT_RGB_TEXT, 1);
+			text_at(cr, r->x + 30, y + 4, 0, "phase");
+			y += LEGEND_ROW;
+		}
+		if (fr->p[p].lanes && y < r->y + r->h) {
+			hatch(cr, r->x, y - 4, 24, 8, RGB_LEVEL);
+			rgb(cr, PLOT_RGB_TEXT, 1);
+			text_at(cr, r->x + 30, y + 4, 0, "confidence window");
+		}
+	}
+}
+
+static void draw_title(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	char buf[1024];
+	font(cr, 17, true);
+	rgb(cr, PLOT_RGB_TEXT, 1);
+	const struct plot_rect *t = &fr->L.title, *p = &fr->L.panel[0];
+	const char *s = fit(cr, f->title, t->w, buf, sizeof(buf));
+	double w = text_w(cr, s);
+	/* centred over the panels where it fits there, else over the canvas */
+	double cx = w <= p->w ? p->x + p->w / 2 : t->x + t->w / 2;
+	text_at(cr, cx, t->y + 18, 0.5, s);
+}
+
+int plot_draw(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr, char *err,
+	      size_t errlen)
+{
+	rgb(cr, PLOT_RGB_BACKGROUND, 1);
+	cairo_paint(cr);
+	draw_grid(fr, cr);
+	draw_phases(f, fr, cr);
+	draw_levels(f, fr, cr);
+	int rc = draw_series(f, fr, cr);
+	if (rc)
+		return spmtap_seterr(err, errlen, rc, "plot: out of memory drawing '%s'", f->title);
+	draw_windows(f, fr, cr);
+	draw_markers(f, fr, cr);
+	draw_axes(f, fr, cr);
+	draw_legends(f, fr, cr);
+	draw_title(f, fr, cr);
+	if (draw_labels(f, fr, cr))
+		return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory drawing '%s'", f->title);
+	cairo_status_t st = cairo_status(cr);
+	if (st)
+		return spmtap_seterr(err, errlen, st == CAIRO_STATUS_NO_MEMORY ? ENOMEM : EIO,
+				     "plot: cairo: %s", cairo_status_to_string(st));
+	return 0;
+}

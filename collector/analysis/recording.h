@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A recording read back from its CSV outputs (docs/formats/csv.md): the
+ * metadata, every GPU's sensor series, every XCC stream's SPM counters and
+ * the phases, for the offline commands (export, characterize, report,
+ * plot).  Each series is in time order; a missing cell is NAN.
+ */
+#ifndef SPMTAP_ANALYSIS_RECORDING_H
+#define SPMTAP_ANALYSIS_RECORDING_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/analysis/phases.h"
+
+#define REC_MAX_GPUS 16
+#define REC_MAX_XCC 16
+
+/* Rows of one stream: n times, and ncols columns of n values each. */
+struct rec_table {
+	size_t n, cap;
+	int64_t *t_ns;      /* host CLOCK_BOOTTIME */
+	int64_t *ticks;     /* SPM: gpu_ticks; sensors: sensor_ts in the stream's tick domain; -1 = none */
+	uint32_t ncols;
+	char **cols;        /* column names (shared with the file's header) */
+	const char **units; /* from the metadata's streams; "" when unknown */
+	double **v;         /* [ncols][n] */
+};
+
+struct rec_gpu {
+	uint32_t index;       /* spmtap GPU number */
+	char gfx[16];
+	char name[96];
+	uint32_t num_xcc;
+	uint32_t num_se;      /* shader engines per XCC; 0: unknown */
+	uint32_t cu_count;    /* CUs of the GPU; 0: unknown */
+	uint32_t cus_per_se;  /* TA/TD/TCP instances per SE as planned; 0: unknown */
+	uint32_t interval;    /* SCLK cycles per SPM sample as programmed; 0: no SPM */
+	char tick_domain[24]; /* of its sensor timestamps: "smu_10ns", "boottime_ns", ... or "" */
+	struct rec_table smi;
+	struct rec_table spm[REC_MAX_XCC];
+	uint32_t nspm;        /* XCC streams present */
+};
+
+struct recording {
+	char *base;           /* "DIR/NAME": the files are base + "_spm.csv" ... */
+	json_t *meta;
+	double spm_clock_hz;
+	struct rec_gpu gpu[REC_MAX_GPUS];
+	uint32_t ngpu;
+	struct sa_phases phases; /* NAME_phases.csv, empty without one */
+	char **headers;       /* the header cells every table points into */
+	size_t nheaders;
+};
+
+/*
+ * path: a recording directory with exactly one NAME_meta.json, "DIR/NAME",
+ * or the meta file itself.  0, or -errno with a sentence (which file, which
+ * line, what is wrong; a directory with several recordings lists them).
+ */
+int rec_load(const char *path, struct recording **out, char *err, size_t errlen);
+void rec_free(struct recording *r);
+/* The GPU of an spmtap index, or NULL. */
+const struct rec_gpu *rec_gpu(const struct recording *r, uint32_t index);
+/* Column k of a table by name, or -1. */
+int rec_col(const struct rec_table *t, const char *name);
+
+/*
+ * The recording's power and energy as a spmtap-sensor-trace v1 CSV
+ * (docs/formats/sensor-trace.md) in a malloc'd buffer: energy as NAME[J]
+ * and power readings as NAME[W], each with NAME[ts_ns] from the sensor's
+ * own timestamp where the source has one; several GPUs prefix their names
+ * with "gpuN.".  Rows merge every GPU in time order.  spmtap's own derived
+ * power (power_dedt) is left out: the analysis derives it from the energy.
+ */
+int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *err, size_t errlen);
+/* The same into a file. */
+int rec_sensor_trace_write(const struct recording *r, const char *path, char *err, size_t errlen);
+
+#endif

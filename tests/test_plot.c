@@ -1,0 +1,902 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Figures and the HTML report (collector/analysis/plot.h, html.h), checked
+ * first as files (formats, sizes, error messages), then as pixels and DOM:
+ * a synthetic recording like the paper's Fig. 5 (a 1 s idle / 1 s active
+ * square wave, five phases, a filtered and a dE/dt power signal with their
+ * confidence windows, two SPM counters) is drawn, and the bands, axes and
+ * title are found again in the PNG, and in headless Chromium's screenshots
+ * of the report and of the PNG.  Screenshots and files go to
+ * $SPMTAP_ARTEFACTS (default: a temporary directory, kept only when a case
+ * fails); docs/img/ keeps two of them.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "browser.h"
+#include "collector/analysis/html.h"
+#include "collector/analysis/plot.h"
+#include "collector/analysis/plot_internal.h"
+#include "testenv.h"
+
+#define NPHASES 5
+#define BASE_NS 1000000000000LL /* a BOOTTIME-like start: 1000 s after boot */
+#define MS 1000000LL
+#define SEC 1000000000LL
+#define FIG_W 1200
+#define FIG_H 640
+/* a band's colour in a screenshot: within this of PLOT_RGB_PHASE_ON_WHITE per channel */
+#define BAND_TOL 12
+#define AXIS_TOL 40
+
+static const char *const phase_names[NPHASES] = { "gemm", "fft", "stencil", "gemm <2>", "reduce & sum" };
+
+/* ---- artefacts ---------------------------------------------------------- */
+
+struct artefacts {
+	char dir[PATH_MAX];
+	int made; /* 1: a temporary directory of ours, removed if every case passes */
+};
+
+static struct artefacts *artefacts(void)
+{
+	static struct artefacts a;
+	if (a.dir[0])
+		return &a;
+	const char *env = getenv("SPMTAP_ARTEFACTS");
+	if (env && *env) {
+		snprintf(a.dir, sizeof(a.dir), "%s", env);
+		mkdir(a.dir, 0755);
+	} else {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(a.dir, sizeof(a.dir), "%s/spmtap-plot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(a.dir))
+			snprintf(a.dir, sizeof(a.dir), ".");
+		else
+			a.made = 1;
+	}
+	return &a;
+}
+
+static const char *art(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s", artefacts()->dir, name);
+	return buf;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+/* ---- the synthetic recording ---------------------------------------------- */
+
+struct synth {
+	size_t n, nc;
+	int64_t *t, *tc;            /* 1 ms power samples, 10 ms counter samples */
+	double *dedt, *avg, *waves, *valu;
+	struct plot_figure *fig;
+	int s_dedt, s_avg;
+};
+
+static int64_t phase_t0(int k)
+{
+	return BASE_NS + (1 + 2 * k) * SEC;
+}
+
+static int64_t phase_t1(int k)
+{
+	return phase_t0(k) + SEC;
+}
+
+static bool active(int64_t t, int64_t delay)
+{
+	for (int k = 0; k < NPHASES; k++)
+		if (t >= phase_t0(k) + delay && t < phase_t1(k) + delay)
+			return true;
+	return false;
+}
+
+static double noise(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(*s >> 11) / (double)(1ull << 53) - 0.5;
+}
+
+static void synth_free(struct synth *s)
+{
+	plot_figure_free(s->fig);
+	free(s->t);
+	free(s->tc);
+	free(s->dedt);
+	free(s->avg);
+	free(s->waves);
+	free(s->valu);
+	memset(s, 0, sizeof(*s));
+}
+
+#define OK(call)                                                              \
+	do {                                                                  \
+		int rc_ = (call);                                             \
+		if (rc_ < 0) {                                                \
+			fprintf(stderr, "\n    %s: %s\n", #call, err);        \
+			CU_FAIL(#call);                                       \
+			return rc_;                                           \
+		}                                                             \
+	} while (0)
+
+/*
+ * GPU `gpu` of the recording: 11 s, phases active 1-2, 3-4, ... 9-10 s.
+ * dE/dt follows the load after 5 ms; the firmware's average power is a
+ * 150 ms low-pass after 20 ms, so its confidence window is narrower.
+ */
+static int synth_build(struct synth *s, int gpu)
+{
+	char err[256];
+	memset(s, 0, sizeof(*s));
+	s->n = 11000;
+	s->nc = 1100;
+	s->t = malloc(s->n * sizeof(*s->t));
+	s->dedt = malloc(s->n * sizeof(double));
+	s->avg = malloc(s->n * sizeof(double));
+	s->tc = malloc(s->nc * sizeof(*s->tc));
+	s->waves = malloc(s->nc * sizeof(double));
+	s->valu = malloc(s->nc * sizeof(double));
+	CU_ASSERT_FATAL(s->t && s->dedt && s->avg && s->tc && s->waves && s->valu);
+	double idle = 95 + 10 * gpu, busy = 300 - 40 * gpu, f = 0;
+	uint64_t seed = 42 + (uint64_t)gpu;
+	for (size_t i = 0; i < s->n; i++) {
+		s->t[i] = BASE_NS + (int64_t)i * MS;
+		s->dedt[i] = (active(s->t[i], 5 * MS) ? busy : idle) + 4 * noise(&seed);
+		double target = active(s->t[i], 20 * MS) ? busy : idle;
+		f = i ? f + (target - f) * (1.0 / 150) : idle;
+		s->avg[i] = f;
+	}
+	for (size_t i = 0; i < s->nc; i++) {
+		s->tc[i] = BASE_NS + (int64_t)(i + 1) * 10 * MS;
+		bool on = active(s->tc[i], 0);
+		s->waves[i] = on ? 820 + 60 * noise(&seed) : 3;
+		s->valu[i] = on ? 560 + 80 * noise(&seed) : 0;
+	}
+	char title[64];
+	snprintf(title, sizeof(title), "GPU %d: MI300A (emulated), square wave 1 s / 1 s", gpu);
+	OK(plot_figure_new(&s->fig, title, err, sizeof(err)));
+	OK(plot_figure_set_size(s->fig, FIG_W, FIG_H, err, sizeof(err)));
+	OK(plot_figure_set_origin(s->fig, BASE_NS, "recording start", err, sizeof(err)));
+	int pc, pp;
+	OK(pc = plot_figure_add_panel(s->fig, "SPM counters [per 10 ms]", err, sizeof(err)));
+	OK(pp = plot_figure_add_panel(s->fig, "power [W]", err, sizeof(err)));
+	struct plot_series c1 = { .name = "SQ_WAVES", .panel = pc, .t_ns = s->tc, .v = s->waves, .n = s->nc,
+				  .style = PLOT_STEP_PRE, .color = PLOT_GREEN };
+	struct plot_series c2 = { .name = "SQ_INSTS_VALU", .unit = "x100", .panel = pc, .t_ns = s->tc,
+				  .v = s->valu, .n = s->nc, .style = PLOT_STEP_PRE, .color = PLOT_ORANGE };
+	struct plot_series p1 = { .name = "power (dE/dt)", .unit = "W", .panel = pp, .t_ns = s->t, .v = s->dedt,
+				  .n = s->n, .style = PLOT_STEP_PRE, .color = PLOT_BLUE, .width = 1 };
+	struct plot_series p2 = { .name = "power_avg (firmware)", .unit = "W", .panel = pp, .t_ns = s->t,
+				  .v = s->avg, .n = s->n, .color = PLOT_VERMILLION, .width = 2 };
+	OK(plot_figure_add_series(s->fig, &c1, err, sizeof(err)));
+	OK(plot_figure_add_series(s->fig, &c2, err, sizeof(err)));
+	OK(s->s_dedt = plot_figure_add_series(s->fig, &p1, err, sizeof(err)));
+	OK(s->s_avg = plot_figure_add_series(s->fig, &p2, err, sizeof(err)));
+	for (int k = 0; k < NPHASES; k++) {
+		OK(plot_figure_add_phase(s->fig, phase_t0(k), phase_t1(k), phase_names[k], err, sizeof(err)));
+		/* W_conf = [ts + td + tr, te - td - tf] */
+		OK(plot_figure_add_window(s->fig, s->s_dedt, phase_t0(k) + 10 * MS, phase_t1(k) - 10 * MS, err,
+					  sizeof(err)));
+		OK(plot_figure_add_window(s->fig, s->s_avg, phase_t0(k) + 350 * MS, phase_t1(k) - 350 * MS, err,
+					  sizeof(err)));
+	}
+	OK(plot_figure_add_marker(s->fig, phase_t0(0) + 20 * MS, "delay", err, sizeof(err)));
+	OK(plot_figure_add_marker(s->fig, phase_t0(0) + 350 * MS, "response", err, sizeof(err)));
+	OK(plot_figure_add_marker(s->fig, phase_t1(0) + 350 * MS, "recovery", err, sizeof(err)));
+	OK(plot_figure_add_level(s->fig, pp, idle, "idle", err, sizeof(err)));
+	OK(plot_figure_add_level(s->fig, pp, busy, "active", err, sizeof(err)));
+	OK(plot_figure_set_range(s->fig, BASE_NS, BASE_NS + 11 * SEC, err, sizeof(err)));
+	return 0;
+}
+
+/* ---- reading figures back ----------------------------------------------------- */
+
+static bool file_starts(const char *path, const char *magic)
+{
+	char buf[16] = { 0 };
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	return n >= strlen(magic) && !memcmp(buf, magic, strlen(magic));
+}
+
+static int find_panels(const struct browser_image *img, struct browser_panel *out, int max)
+{
+	return browser_find_panels(img, PLOT_RGB_AXIS, AXIS_TOL, out, max);
+}
+
+static int bands_in(const struct browser_image *img, const struct browser_panel *p, struct browser_run *runs,
+		    int max)
+{
+	return browser_panel_bands(img, p, PLOT_RGB_PHASE_ON_WHITE, BAND_TOL, runs, max);
+}
+
+/*
+ * The checks a figure must pass wherever it is shown: `expect` panels,
+ * each with NPHASES bands at the phases' places (the first panel's width
+ * is the time axis), and ink where the title is (dy_title: the title's
+ * middle relative to the top panel's top, from the layout).
+ */
+static void check_figure_pixels(const struct browser_image *img, int expect, const struct plot_layout *L,
+				const char *what)
+{
+	struct browser_panel fp[8];
+	int n = find_panels(img, fp, 8);
+	if (n != expect)
+		fprintf(stderr, "\n    %s: %d panels found, %d expected ", what, n, expect);
+	CU_ASSERT_EQUAL(n, expect);
+	for (int i = 0; i < n && i < 8; i++) {
+		struct browser_run runs[16];
+		int nb = bands_in(img, &fp[i], runs, 16);
+		if (nb != NPHASES)
+			fprintf(stderr, "\n    %s: panel at (%d,%d): %d bands ", what, fp[i].left, fp[i].top, nb);
+		CU_ASSERT_EQUAL(nb, NPHASES);
+		/* each band where its phase is: 1..2 s, 3..4 s, ... of 11 s */
+		double w = fp[i].right - fp[i].left + 1;
+		for (int k = 0; k < nb && k < NPHASES && k < 16; k++) {
+			double mid = fp[i].left + w * (phase_t0(k) + SEC / 2 - L->t0_ns) / (double)(L->t1_ns - L->t0_ns);
+			CU_ASSERT(fabs((runs[k].from + runs[k].to) / 2.0 - mid) < 4);
+			CU_ASSERT(fabs((runs[k].to - runs[k].from + 1) - w / 11) < 5);
+		}
+		/* the panel's size matches the layout's (no scaling on the way) */
+		CU_ASSERT(abs((fp[i].right - fp[i].left + 1) - (int)L->panel[0].w) <= 3);
+	}
+	/* the title: ink where the layout puts it, above the top panel */
+	if (n > 0) {
+		int top = fp[0].top;
+		for (int i = 1; i < n; i++)
+			top = fp[i].top < top ? fp[i].top : top;
+		int ty = top + (int)(L->title.y - L->panel[0].y);
+		double ink = browser_ink(img, fp[0].left, ty, fp[0].right, ty + (int)L->title.h, PLOT_RGB_BACKGROUND, 60);
+		if (ink < 0.01)
+			fprintf(stderr, "\n    %s: title area blank (ink %.4f) ", what, ink);
+		CU_ASSERT(ink >= 0.01);
+	}
+}
+
+/* ---- cases -------------------------------------------------------------------- */
+
+static void ticks(void)
+{
+	struct plot_ticks t;
+	char b[32];
+	CU_ASSERT_DOUBLE_EQUAL(plot_nice_step(324, 6), 50, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(plot_nice_step(11, 10), 1, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(plot_nice_step(0.0031, 4), 0.001, 1e-15);
+	plot_ticks_make(0, 324, 6, &t);
+	CU_ASSERT_EQUAL(t.n, 7);
+	CU_ASSERT_DOUBLE_EQUAL(t.v[6], 300, 1e-9);
+	plot_tick_label(&t, t.v[1], b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "50");
+	plot_ticks_make(0, 2.6e6, 5, &t);
+	CU_ASSERT_DOUBLE_EQUAL(t.step, 5e5, 1e-6);
+	plot_tick_label(&t, 1.5e6, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "1.5M");
+	plot_tick_label(&t, 0, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0");
+	plot_ticks_make(0.0012, 0.0042, 3, &t);
+	CU_ASSERT_DOUBLE_EQUAL(t.v[0], 0.002, 1e-15);
+	plot_tick_label(&t, t.v[0], b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0.002");
+	plot_ticks_make(-3, 3, 6, &t);
+	plot_tick_label(&t, t.v[0], b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "-3");
+	plot_ticks_make(1000000.5, 1000004.5, 4, &t); /* a time axis far from its origin */
+	plot_ticks_plain(&t);
+	plot_tick_label(&t, t.v[0], b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "1000001");
+	plot_ticks_make(5, 5, 6, &t); /* empty range: no ticks, no crash */
+	CU_ASSERT_EQUAL(t.n, 0);
+}
+
+static void files(void)
+{
+	struct synth s;
+	char err[256], svg[PATH_MAX], png[PATH_MAX], pdf[PATH_MAX];
+	if (synth_build(&s, 0))
+		return;
+	art("plot-example.svg", svg, sizeof(svg));
+	art("plot-example.png", png, sizeof(png));
+	art("plot-example.pdf", pdf, sizeof(pdf));
+	CU_ASSERT_EQUAL(plot_render_file(s.fig, svg, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_render_file(s.fig, png, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_render_file(s.fig, pdf, err, sizeof(err)), 0);
+	CU_ASSERT(file_starts(svg, "<?xml"));
+	CU_ASSERT(file_starts(png, "\x89PNG\r\n\x1a\n"));
+	CU_ASSERT(file_starts(pdf, "%PDF-"));
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(png, &img, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(img.w, FIG_W);
+	CU_ASSERT_EQUAL(img.h, FIG_H);
+	browser_image_free(&img);
+	/* the SVG says its size in px, so a browser shows it 1:1 like the PNG */
+	char *mem;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(s.fig, PLOT_FMT_SVG, &mem, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(strlen(mem), len);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mem, "width=\"1200px\" height=\"640px\""));
+	free(mem);
+	CU_ASSERT_EQUAL(plot_format_from_path("X/Y.PdF", &(enum plot_format){ 0 }, err, sizeof(err)), 0);
+	synth_free(&s);
+}
+
+static void errors(void)
+{
+	struct synth s;
+	char err[256], path[PATH_MAX], file[PATH_MAX];
+	if (synth_build(&s, 0))
+		return;
+	struct plot_figure *f = s.fig;
+	art("plot.jpg", path, sizeof(path));
+	CU_ASSERT_EQUAL(plot_render_file(f, path, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown extension '.jpg': use .svg, .png or .pdf"));
+	CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+	CU_ASSERT_EQUAL(plot_render_file(f, "figure", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no extension"));
+	/* a directory that is a file: ENOTDIR even for root */
+	art("plain-file", file, sizeof(file));
+	FILE *fp = fopen(file, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/out.svg", file);
+	CU_ASSERT_EQUAL(plot_render_file(f, path, err, sizeof(err)), -ENOTDIR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot create"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+	CU_ASSERT_EQUAL(plot_render_file(f, "/nonexistent-spmtap-dir/a.png", err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file or directory"));
+	unlink(file);
+	/* a full disk (a link to /dev/full): the errno, and nothing left behind */
+	art("full.png", path, sizeof(path));
+	unlink(path);
+	if (access("/dev/full", W_OK) == 0 && symlink("/dev/full", path) == 0) {
+		CU_ASSERT_EQUAL(plot_render_file(f, path, err, sizeof(err)), -ENOSPC);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "No space left on device"));
+		CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+	}
+	/* figure model errors */
+	double v[3] = { 1, 2, 3 };
+	int64_t back[3] = { 10, 30, 20 };
+	struct plot_series bad = { .name = "x", .panel = 5, .t_ns = back, .v = v, .n = 3 };
+	CU_ASSERT_EQUAL(plot_figure_add_series(f, &bad, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no panel 5"));
+	bad.panel = 0;
+	CU_ASSERT_EQUAL(plot_figure_add_series(f, &bad, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "time goes backwards"));
+	bad.t_ns = NULL;
+	CU_ASSERT_EQUAL(plot_figure_add_series(f, &bad, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no times"));
+	CU_ASSERT_EQUAL(plot_figure_add_phase(f, 20, 10, "p", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "ends before it starts"));
+	CU_ASSERT_EQUAL(plot_figure_add_window(f, 99, 10, 20, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_add_level(f, 0, NAN, "nan", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_set_range(f, 10, 10, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_set_size(f, 100, 100, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_set_size(f, 320, 160, err, sizeof(err)), 0);
+	char *mem;
+	size_t len;
+	CU_ASSERT_EQUAL(plot_render_mem(f, PLOT_FMT_PNG, &mem, &len, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "too small"));
+	CU_ASSERT_PTR_NULL(mem);
+	for (int i = 2; i < PLOT_MAX_PANELS; i++)
+		CU_ASSERT_EQUAL(plot_figure_add_panel(f, "more", err, sizeof(err)), i);
+	CU_ASSERT_EQUAL(plot_figure_add_panel(f, "one too many", err, sizeof(err)), -ENOSPC);
+	synth_free(&s);
+	/* an empty figure has nothing to draw in */
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "empty", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_render_mem(f, PLOT_FMT_SVG, &mem, &len, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no panel"));
+	plot_figure_free(f);
+}
+
+/* The PNG itself: bands, axes and title where a reader looks for them. */
+static void png_pixels(void)
+{
+	struct synth s;
+	char err[256];
+	if (synth_build(&s, 0))
+		return;
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(s.fig, &L, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(L.npanels, 2);
+	char *png;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(s.fig, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+	check_figure_pixels(&img, 2, &L, "PNG");
+	/* the axes are exactly where the layout says */
+	struct browser_panel fp[4];
+	CU_ASSERT_EQUAL_FATAL(find_panels(&img, fp, 4), 2);
+	for (int p = 0; p < 2; p++) {
+		CU_ASSERT_EQUAL(fp[p].left, (int)L.panel[p].x + 1);
+		CU_ASSERT_EQUAL(fp[p].top, (int)L.panel[p].y);
+		CU_ASSERT_EQUAL(fp[p].bottom, (int)(L.panel[p].y + L.panel[p].h) - 1);
+	}
+	/* each series is drawn in its colour, in its panel */
+	int seen[4] = { 0 };
+	static const enum plot_color col[4] = { PLOT_GREEN, PLOT_ORANGE, PLOT_BLUE, PLOT_VERMILLION };
+	for (int k = 0; k < 4; k++) {
+		const struct plot_rect *r = &L.panel[k < 2 ? 0 : 1];
+		for (int y = (int)r->y + 2; y < r->y + r->h - 2; y++)
+			for (int x = (int)r->x + 2; x < r->x + r->w - 2; x++)
+				seen[k] += browser_rgb_near(browser_px(&img, x, y), plot_color_rgb(col[k]), 24);
+		CU_ASSERT(seen[k] > 100);
+	}
+	/* a confidence window's hatching, in the power panel's bottom lanes, inside phase 1 */
+	double x = L.panel[1].x + L.panel[1].w * 1.5 / 11;
+	int hatch = 0;
+	for (int y = (int)(L.panel[1].y + L.panel[1].h - 30); y < L.panel[1].y + L.panel[1].h - 2; y++)
+		hatch += browser_rgb_near(browser_px(&img, (int)x, y), plot_color_rgb(PLOT_VERMILLION), 24);
+	CU_ASSERT(hatch >= 1);
+	browser_image_free(&img);
+	free(png);
+	synth_free(&s);
+}
+
+/* NaN is a gap: no line across it, and the line on both sides, in every style. */
+static void gaps(void)
+{
+	char err[256];
+	enum { N = 1000 };
+	int64_t t[N];
+	double v[N];
+	for (int i = 0; i < N; i++) {
+		t[i] = i * MS;
+		v[i] = i >= 400 && i < 600 ? NAN : 1.0 + 0.001 * (i % 2);
+	}
+	for (int style = PLOT_LINE; style <= PLOT_STEP_PRE; style++) {
+		struct plot_figure *f;
+		CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "gap", err, sizeof(err)), 0);
+		int p = plot_figure_add_panel(f, "value", err, sizeof(err));
+		CU_ASSERT_EQUAL(plot_figure_panel_range(f, p, 0, 2, err, sizeof(err)), 0);
+		struct plot_series s = { .name = "x", .panel = p, .t_ns = t, .v = v, .n = N,
+					 .style = (enum plot_style)style, .color = PLOT_VERMILLION, .width = 2 };
+		CU_ASSERT_EQUAL(plot_figure_add_series(f, &s, err, sizeof(err)), 0);
+		struct plot_layout L;
+		char *png;
+		size_t len;
+		struct browser_image img;
+		CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+		const struct plot_rect *r = &L.panel[0];
+		int at[3] = { (int)(r->x + r->w * 0.2), (int)(r->x + r->w * 0.5), (int)(r->x + r->w * 0.8) };
+		for (int k = 0; k < 3; k++) {
+			int hits = 0;
+			for (int y = (int)r->y + 1; y < r->y + r->h - 1; y++)
+				hits += browser_rgb_near(browser_px(&img, at[k], y), plot_color_rgb(PLOT_VERMILLION), 40);
+			CU_ASSERT(k == 1 ? hits == 0 : hits > 0);
+		}
+		browser_image_free(&img);
+		free(png);
+		plot_figure_free(f);
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* 10^6 samples: files as small as for 10^3, and a one-sample spike still shows. */
+static void million(void)
+{
+	char err[256];
+	enum { N = 1000000 };
+	int64_t *t = malloc(N * sizeof(*t));
+	double *v = malloc(N * sizeof(*v));
+	CU_ASSERT_FATAL(t && v);
+	uint64_t seed = 1;
+	for (int i = 0; i < N; i++) {
+		t[i] = BASE_NS + (int64_t)i * 10000; /* 10 us */
+		v[i] = 100 + 20 * sin(i * 1e-4) + 2 * noise(&seed);
+	}
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "a million samples", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "power [W]", err, sizeof(err));
+	struct plot_series s = { .name = "p", .panel = p, .t_ns = t, .v = v, .n = N, .color = PLOT_BLUE };
+	CU_ASSERT_EQUAL(plot_figure_add_series(f, &s, err, sizeof(err)), 0);
+	/*
+	 * The spike goes in the middle of a pixel column (the arrays are
+	 * borrowed, so it can go in now), where only the column's min/max
+	 * keeps it: its first or last sample would show even when subsampled.
+	 */
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	const struct plot_rect *r = &L.panel[0];
+	int x = (int)(r->x + r->w * 0.7);
+	int spike = (int)lround((x + 0.5 - r->x) / r->w * (N - 1));
+	v[spike] = 400;
+	double t0 = now_s();
+	char *svg, *png;
+	size_t nsvg, npng;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_SVG, &svg, &nsvg, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_PNG, &png, &npng, err, sizeof(err)), 0);
+	double dt = now_s() - t0;
+	printf("\n    10^6 samples: SVG %zu kB, PNG %zu kB, both in %.0f ms ", nsvg / 1024, npng / 1024, dt * 1e3);
+	CU_ASSERT(nsvg < 400 * 1024); /* about 20 MB without the reduction */
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, npng, &img, err, sizeof(err)), 0);
+	int top = 0;
+	for (int dx = -1; dx <= 1; dx++)
+		for (int y = (int)r->y + 1; y < r->y + r->h * 0.2; y++)
+			top += browser_rgb_near(browser_px(&img, x + dx, y), plot_color_rgb(PLOT_BLUE), 60);
+	CU_ASSERT(top > 5);
+	browser_image_free(&img);
+	free(svg);
+	free(png);
+	plot_figure_free(f);
+	free(t);
+	free(v);
+}
+
+/*
+ * A zoomed-in range with everything reaching far outside it: lines run to
+ * the edges, a huge phase is one band across the panel, and nothing costs
+ * time in proportion to how far outside it reaches.
+ */
+static void outside_range(void)
+{
+	struct synth s;
+	char err[256];
+	if (synth_build(&s, 0))
+		return;
+	const int64_t far = 1000000 * SEC;
+	int64_t mid = phase_t0(1);
+	CU_ASSERT_EQUAL(plot_figure_set_range(s.fig, mid - 200 * MS, mid + 200 * MS, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_phase(s.fig, BASE_NS - far, BASE_NS + far, "all", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_window(s.fig, s.s_dedt, BASE_NS - far, BASE_NS + far, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_marker(s.fig, BASE_NS + far, "far away", err, sizeof(err)), 0);
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(s.fig, &L, err, sizeof(err)), 0);
+	double t0 = now_s();
+	char *png;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(s.fig, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	CU_ASSERT(now_s() - t0 < 2);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+	/* the phase at 3..4 s starts mid-figure; the huge one shades all of it (darker where both are) */
+	const struct plot_rect *r = &L.panel[0];
+	struct browser_run run[4];
+	int n = browser_count_runs(&img, (int)r->y + 5, (int)r->x + 2, (int)(r->x + r->w) - 3,
+				   PLOT_RGB_PHASE_ON_WHITE, BAND_TOL, 4, 4, run, 4);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT(n == 1 && fabs(run[0].to - (r->x + r->w / 2)) < 4);
+	/* the 1 ms power line is drawn across the whole width */
+	int cols = 0;
+	const struct plot_rect *q = &L.panel[1];
+	for (int x = (int)q->x + 2; x < q->x + q->w - 2; x++) {
+		bool hit = false;
+		for (int y = (int)q->y + 1; y < q->y + q->h - 1 && !hit; y++)
+			hit = browser_rgb_near(browser_px(&img, x, y), plot_color_rgb(PLOT_BLUE), 30);
+		cols += hit;
+	}
+	CU_ASSERT(cols > q->w - 8);
+	browser_image_free(&img);
+	free(png);
+	synth_free(&s);
+}
+
+/* ---- HTML ----------------------------------------------------------------------- */
+
+static const char *const phase_hdr[] = { "phase", "start [s]", "end [s]", "energy [J]", "mean power" };
+
+/* The report of the synthetic recording: both GPUs, the phases, a summary. */
+static int build_report(struct html_doc **out, struct synth g[2], char *err, size_t errlen)
+{
+	static const char *const title = "spmtap report: square-wave.spmtap <emulated> & more";
+	struct html_doc *d;
+	int rc = html_doc_new(&d, title, err, errlen);
+	if (rc)
+		return rc;
+	char cells[NPHASES][5][32];
+	const char *cp[NPHASES * 5];
+	for (int k = 0; k < NPHASES; k++) {
+		snprintf(cells[k][0], 32, "%s", phase_names[k]);
+		snprintf(cells[k][1], 32, "%.3f", (phase_t0(k) - BASE_NS) / 1e9);
+		snprintf(cells[k][2], 32, "%.3f", (phase_t1(k) - BASE_NS) / 1e9);
+		snprintf(cells[k][3], 32, "%.1f", 300.0 - k);
+		snprintf(cells[k][4], 32, "%.1f W", 300.0 - k);
+		for (int c = 0; c < 5; c++)
+			cp[k * 5 + c] = cells[k][c];
+	}
+	const char *sum_hdr[] = { "GPU", "samples", "energy [J]" };
+	const char *sum[] = { "0", "11000", "2540.1", "1", "11000", "n/a" };
+	struct html_table ph = { .id = "phase-table", .cls = "phases", .caption = "Phases (GPU 0)", .ncols = 5,
+				 .nrows = NPHASES, .header = phase_hdr, .cells = cp };
+	struct html_table su = { .cls = "summary", .ncols = 3, .nrows = 2, .header = sum_hdr, .cells = sum };
+	if ((rc = html_paragraph(d, "intro",
+				 "Power and SPM counters of each GPU on one time axis. Shaded: phases; hatched: "
+				 "where each power signal is steady (confidence window).",
+				 err, errlen)) ||
+	    (rc = html_figure_plot(d, "gpu0", "gpu", g[0].fig, PLOT_FMT_SVG, "GPU 0", err, errlen)) ||
+	    (rc = html_figure_plot(d, "gpu1", "gpu", g[1].fig, PLOT_FMT_SVG, "GPU 1", err, errlen)) ||
+	    (rc = html_heading(d, 2, "phases", "Phases", err, errlen)) || (rc = html_table(d, &ph, err, errlen)) ||
+	    (rc = html_heading(d, 2, "summary", "Summary", err, errlen)) || (rc = html_table(d, &su, err, errlen))) {
+		html_doc_free(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+static void html_text(void)
+{
+	char err[256];
+	struct html_doc *d;
+	CU_ASSERT_EQUAL_FATAL(html_doc_new(&d, "a <b> & \"c\"", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(html_heading(d, 2, "h", "<script>alert(1)</script>", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(html_paragraph(d, NULL, "line 1\nline 2 \xff end", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(html_heading(d, 2, "h", "again", err, sizeof(err)), -EEXIST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "already in the document"));
+	CU_ASSERT_EQUAL(html_heading(d, 2, "title", "the h1's id", err, sizeof(err)), -EEXIST);
+	CU_ASSERT_EQUAL(html_heading(d, 2, "a b", "space", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(html_heading(d, 1, NULL, "h1", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(html_paragraph(d, "x\" onload=\"y", "attr", err, sizeof(err)), -EINVAL);
+	const char *hdr[] = { "name", "value", "share", "mixed" };
+	const char *cells[] = { "a", "1.5", "12 %", "1", "b", "-2e3", "n/a", "x", "c", "", "3.25 %", "2" };
+	struct html_table t = { .id = "t", .cls = "phases wide", .ncols = 4, .nrows = 3, .header = hdr,
+				.cells = cells };
+	CU_ASSERT_EQUAL(html_table(d, &t, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(html_figure_png(d, "p", NULL, "not a png at all, no", 20, NULL, NULL, err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(html_figure_svg(d, "s", NULL, "<html></html>", 13, NULL, err, sizeof(err)), -EINVAL);
+	const char *text;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(html_doc_text(d, &text, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(strlen(text), len);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "<h1 id=\"title\">a &lt;b&gt; &amp; &quot;c&quot;</h1>"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+	CU_ASSERT_PTR_NULL(strstr(text, "<script"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "line 1<br>line 2 \xef\xbf\xbd end"));
+	/* numbers right-aligned, with units and blanks; text and mixed columns left */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "<th>name</th><th class=\"num\">value</th>"
+					    "<th class=\"num\">share</th><th>mixed</th>"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "<td>a</td><td class=\"num\">1.5</td>"
+					    "<td class=\"num\">12 %</td><td>1</td>"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "<table id=\"t\" class=\"phases wide\">"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "<footer id=\"generator\">"));
+	/* self-contained: nothing to fetch, no script */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "Content-Security-Policy"));
+	CU_ASSERT_PTR_NULL(strstr(text, "<link"));
+	CU_ASSERT_PTR_NULL(strstr(text, " src=\"http"));
+	/* closed: nothing more goes in */
+	CU_ASSERT_EQUAL(html_paragraph(d, NULL, "late", err, sizeof(err)), -EINVAL);
+	html_doc_free(d);
+}
+
+/* Two inline SVGs: cairo's ids (glyph0-1, clip1) made unique per figure. */
+static void html_figures(void)
+{
+	struct synth g[2];
+	char err[256], dup[128];
+	if (synth_build(&g[0], 0) || synth_build(&g[1], 1))
+		return;
+	struct html_doc *d;
+	CU_ASSERT_EQUAL_FATAL(build_report(&d, g, err, sizeof(err)), 0);
+	char *png;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(g[0].fig, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(html_figure_png(d, "gpu0-png", "png", png, len, "GPU 0 as PNG", NULL, err, sizeof(err)), 0);
+	free(png);
+	const char *text;
+	CU_ASSERT_EQUAL_FATAL(html_doc_text(d, &text, &len, err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(browser_dom_dup_id(text, dup, sizeof(dup)));
+	CU_ASSERT_PTR_NULL(strstr(text, "<?xml"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "id=\"gpu1-glyph0-1\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "href=\"#gpu1-glyph0-1\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "<img width=\"1200\" height=\"640\" alt=\"GPU 0 as PNG\" "
+					    "src=\"data:image/png;base64,iVBORw0KGgo"));
+	const char *end, *e = text + len;
+	CU_ASSERT_EQUAL(browser_dom_count(text, e, "figure"), 3);
+	CU_ASSERT_PTR_NOT_NULL(browser_dom_find(text, "table", "class", "phases", &end));
+	html_doc_free(d);
+	synth_free(&g[0]);
+	synth_free(&g[1]);
+}
+
+/* ---- in Chromium -------------------------------------------------------------- */
+
+/* The report, opened in Chromium: its DOM, then a screenshot's pixels. */
+static void report_in_chromium(void)
+{
+	struct synth g[2];
+	char err[512], html[PATH_MAX], shot[PATH_MAX], buf[256];
+	if (synth_build(&g[0], 0) || synth_build(&g[1], 1))
+		return;
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(g[0].fig, &L, err, sizeof(err)), 0);
+	struct html_doc *d;
+	CU_ASSERT_EQUAL_FATAL(build_report(&d, g, err, sizeof(err)), 0);
+	art("report.html", html, sizeof(html));
+	CU_ASSERT_EQUAL_FATAL(html_doc_write(d, html, err, sizeof(err)), 0);
+	html_doc_free(d);
+
+	/* one Chromium run for both: it is the slow part of the suite */
+	char *dom = NULL;
+	art("report-example-screenshot.png", shot, sizeof(shot));
+	int rc = browser_load(html, 1280, 1500, shot, &dom, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	const char *end, *e = dom + strlen(dom);
+	const char *h1 = browser_dom_find(dom, "h1", "id", "title", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h1);
+	browser_dom_text(h1, end, buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "spmtap report: square-wave.spmtap <emulated> & more");
+	const char *tab = browser_dom_find(dom, "table", "class", "phases", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tab);
+	const char *tb = browser_dom_find(tab, "tbody", NULL, NULL, &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+	CU_ASSERT_EQUAL(browser_dom_count(tb, end, "tr"), NPHASES);
+	CU_ASSERT_EQUAL(browser_dom_count(tb, end, "td"), NPHASES * 5);
+	tab = browser_dom_find(dom, "table", "class", "summary", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tab);
+	CU_ASSERT_EQUAL(browser_dom_count(tab, end, "tr"), 3); /* header + 2 GPUs */
+	int figs = 0;
+	for (const char *p = dom; (p = browser_dom_find(p, "figure", "class", "gpu", &end)); p = end) {
+		figs++;
+		CU_ASSERT_EQUAL(browser_dom_count(p, end, "svg"), 1);
+	}
+	CU_ASSERT_EQUAL(figs, 2); /* one per GPU */
+	CU_ASSERT_FALSE(browser_dom_dup_id(dom, buf, sizeof(buf)));
+	CU_ASSERT_EQUAL(browser_dom_count(dom, e, "script"), 0);
+	free(dom);
+
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(img.w, 1280);
+	CU_ASSERT_EQUAL(img.h, 1500);
+	/* both GPUs' figures are in the window: four panels */
+	check_figure_pixels(&img, 4, &L, "report screenshot");
+	/* the page's title, top left */
+	CU_ASSERT(browser_ink(&img, 0, 0, 700, 50, PLOT_RGB_BACKGROUND, 60) > 0.01);
+	browser_image_free(&img);
+	synth_free(&g[0]);
+	synth_free(&g[1]);
+}
+
+/* The PNG figure opened directly in Chromium, shown on its image-viewer background. */
+static void png_in_chromium(void)
+{
+	struct synth s;
+	char err[512], png[PATH_MAX], shot[PATH_MAX];
+	if (synth_build(&s, 0))
+		return;
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(s.fig, &L, err, sizeof(err)), 0);
+	art("plot-example.png", png, sizeof(png));
+	CU_ASSERT_EQUAL_FATAL(plot_render_file(s.fig, png, err, sizeof(err)), 0);
+	art("plot-png-in-chromium.png", shot, sizeof(shot));
+	int rc = browser_load(png, FIG_W + 80, FIG_H + 80, shot, NULL, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	check_figure_pixels(&img, 2, &L, "PNG in Chromium");
+	browser_image_free(&img);
+	synth_free(&s);
+}
+
+static bool write_script(const char *path, const char *body)
+{
+	FILE *fp = fopen(path, "w");
+	if (!fp)
+		return false;
+	fprintf(fp, "#!/bin/sh\n%s\n", body);
+	return fclose(fp) == 0 && chmod(path, 0755) == 0;
+}
+
+/* Gone, or a zombie nobody reaps (a container's init may not): either way not running. */
+static bool dead(pid_t pid)
+{
+	char p[64], st[256] = { 0 };
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	FILE *fp = fopen(p, "r");
+	if (!fp)
+		return true;
+	size_t n = fread(st, 1, sizeof(st) - 1, fp);
+	fclose(fp);
+	const char *rp = n ? strrchr(st, ')') : NULL;
+	return !rp || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+/*
+ * A browser that hangs, with a child of its own, stands in for Chromium:
+ * after the time limit both are killed and the error says so.  A browser
+ * that fails gives its exit status.  No Chromium needed.
+ */
+static void browser_hangs(void)
+{
+	char err[512], fake[PATH_MAX], pids[PATH_MAX], html[PATH_MAX], body[PATH_MAX * 2 + 64];
+	art("fake-chromium.sh", fake, sizeof(fake));
+	art("fake-chromium.pids", pids, sizeof(pids));
+	art("blank.html", html, sizeof(html));
+	FILE *fp = fopen(html, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+	fputs("<!DOCTYPE html><title>x</title>", fp);
+	fclose(fp);
+	snprintf(body, sizeof(body), "sleep 600 & echo $$ $! > '%s'; wait", pids);
+	CU_ASSERT_FATAL(write_script(fake, body));
+	const char *old = getenv("SPMTAP_CHROMIUM");
+	char saved[PATH_MAX] = "";
+	if (old)
+		snprintf(saved, sizeof(saved), "%s", old);
+	setenv("SPMTAP_CHROMIUM", fake, 1);
+	setenv("SPMTAP_CHROMIUM_TIMEOUT", "1", 1);
+	double t0 = now_s();
+	int rc = browser_load(html, 100, 100, NULL, NULL, err, sizeof(err));
+	double dt = now_s() - t0;
+	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "longer than 1 s and was killed"));
+	CU_ASSERT(dt < 5);
+	int sh = 0, child = 0;
+	fp = fopen(pids, "r");
+	CU_ASSERT_PTR_NOT_NULL(fp);
+	if (fp) {
+		CU_ASSERT_EQUAL(fscanf(fp, "%d %d", &sh, &child), 2);
+		fclose(fp);
+	}
+	for (int i = 0; i < 50 && sh > 0 && child > 0 && !(dead(sh) && dead(child)); i++)
+		usleep(20000);
+	CU_ASSERT(sh > 0 && dead(sh));
+	CU_ASSERT(child > 0 && dead(child)); /* the whole group, not just the browser */
+
+	CU_ASSERT_FATAL(write_script(fake, "exit 3"));
+	CU_ASSERT_EQUAL(browser_load(html, 100, 100, NULL, NULL, err, sizeof(err)), -EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "exited with status 3"));
+	unsetenv("SPMTAP_CHROMIUM_TIMEOUT");
+	if (saved[0])
+		setenv("SPMTAP_CHROMIUM", saved, 1);
+	else
+		unsetenv("SPMTAP_CHROMIUM");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct testenv_case cases[] = {
+		{ "plot/ticks", ticks, NULL },
+		{ "plot/files", files, NULL },
+		{ "plot/errors", errors, NULL },
+		{ "plot/png_pixels", png_pixels, NULL },
+		{ "plot/gaps", gaps, NULL },
+		{ "plot/million", million, NULL },
+		{ "plot/outside_range", outside_range, NULL },
+		{ "html/text", html_text, NULL },
+		{ "html/figures", html_figures, NULL },
+		{ "browser/report", report_in_chromium, browser_requires },
+		{ "browser/png", png_in_chromium, browser_requires },
+		{ "browser/hangs", browser_hangs, NULL },
+		{ NULL, NULL, NULL },
+	};
+	int rc = testenv_run_suite("plot", cases, argc, argv);
+	struct artefacts *a = artefacts();
+	if (a->made && rc == 0)
+		nftw(a->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	else if (argc < 2 || strcmp(argv[1], "--list"))
+		printf("plot: files and screenshots in %s\n", a->dir);
+	return rc;
+}
