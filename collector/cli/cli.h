@@ -36,6 +36,12 @@ int cmd_characterize(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+struct recording;
+struct sa_trace;
+struct sa_report;
+/* A recording's sensor trace and its report; both NULL, and 0, when it has no sensor data. */
+int cli_rec_analysis(const struct recording *r, struct sa_trace **tr, struct sa_report **rep, char *err,
+		     size_t errlen);
 extern const char cmd_characterize_usage[];
 extern const char cmd_report_usage[];
 extern const char cmd_plot_usage[];

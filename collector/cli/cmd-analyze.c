@@ -1,24 +1,395 @@
 /* SPDX-License-Identifier: MIT */
-/* spmtap characterize and spmtap report: placeholders until the analysis lands. */
+/*
+ * spmtap characterize and spmtap report: a sensor trace against the
+ * application's phases (../shared/specs/sensor-analysis-v1.md,
+ * docs/cli/spmtap-characterize.md, docs/cli/spmtap-report.md).
+ *
+ * Three stages, so that inputs other than files can be fed in: the command
+ * line (parse_args), the inputs (load_inputs: a trace and phases, parsed
+ * from files or read from a recording), and the analysis of already-parsed
+ * inputs (run_characterize, run_report), which writes the JSON, the text
+ * tables and the HTML.  A recording adds its SPM counters and metrics per
+ * phase (analyze-counters.c) to the spec's report.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "collector/analysis/characterize.h"
+#include "collector/analysis/phases.h"
+#include "collector/analysis/report.h"
+#include "collector/analysis/sensor_trace.h"
+#include "collector/cli/analyze.h"
 #include "collector/cli/cli.h"
 
-const char cmd_characterize_usage[] = "usage: spmtap characterize --trace T.csv --phases P.csv --json OUT.json\n";
-const char cmd_report_usage[] = "usage: spmtap report --trace T.csv --phases P.csv --json OUT.json\n";
+const char cmd_characterize_usage[] =
+	"usage: spmtap characterize --trace T.csv --phases P.csv [--json OUT.json]\n"
+	"       spmtap characterize RECORDING [--phases P.csv] [--json OUT.json]\n"
+	"\n"
+	"Characterise each power/energy signal of a sensor trace against a square\n"
+	"wave of `load` and `idle` phases: update interval, levels, delay, 10-90 %\n"
+	"rise, 90-10 % fall and aliasing (docs/cli/spmtap-characterize.md).\n"
+	"\n"
+	"  RECORDING         a recording (record -d DIR -f csv): its power and energy\n"
+	"                    series and its phases (DIR, DIR/NAME or NAME_meta.json)\n"
+	"  --trace T.csv     spmtap-sensor-trace v1: time_ns,NAME[J],NAME[W],NAME[ts_ns]\n"
+	"                    (docs/formats/sensor-trace.md)\n"
+	"  --phases P.csv    start_ns,end_ns,name; with RECORDING, instead of its own\n"
+	"  --json OUT.json   write the results as JSON; - for standard output (then\n"
+	"                    no table is printed)\n"
+	"\n"
+	"A table of the results goes to standard output.\n"
+	"Exit status: 0 done; 1 bad input (the message names file and line) or an\n"
+	"output error; 64 bad command line.\n";
+
+const char cmd_report_usage[] =
+	"usage: spmtap report --trace T.csv --phases P.csv [--json OUT.json] [--html OUT.html]\n"
+	"       spmtap report RECORDING [--phases P.csv] [--json OUT.json] [--html OUT.html]\n"
+	"                     [--metric NAME=EXPR]... [--metrics FILE]... [--no-builtin-metrics]\n"
+	"\n"
+	"Per phase: the energy from the trace's first energy counter, the mean\n"
+	"power, and each signal's mean power over the phase's confidence window\n"
+	"(start + settle, end - settle), settle = delay + max(rise, fall) from\n"
+	"`spmtap characterize` on the same inputs (docs/cli/spmtap-report.md).\n"
+	"With a RECORDING, also each GPU's energy, SPM counter totals and mean\n"
+	"rates, and derived metrics per phase (docs/metrics.md).\n"
+	"\n"
+	"  RECORDING         a recording (record -d DIR -f csv): its sensor series,\n"
+	"                    counters and phases (DIR, DIR/NAME or NAME_meta.json)\n"
+	"  --trace T.csv     spmtap-sensor-trace v1: time_ns,NAME[J],NAME[W],NAME[ts_ns]\n"
+	"                    (docs/formats/sensor-trace.md)\n"
+	"  --phases P.csv    start_ns,end_ns,name; with RECORDING, instead of its own\n"
+	"  --json OUT.json   write the results as JSON; - for standard output (then\n"
+	"                    no table is printed)\n"
+	"  --html OUT.html   one self-contained HTML file: the tables and each GPU's\n"
+	"                    figure (docs/plots.md); opens with no network\n"
+	"  --metric NAME=EXPR  a derived metric over the counters (repeatable)\n"
+	"  --metrics FILE    metric definitions, one NAME = EXPR per line (repeatable)\n"
+	"  --no-builtin-metrics  only the metrics given, not the built-in set\n"
+	"\n"
+	"Tables of the characterisation, the phases and (RECORDING) the counters\n"
+	"and metrics go to standard output.\n"
+	"Exit status: 0 done; 1 bad input (the message names file and line, or the\n"
+	"metric and column) or an output error; 64 bad command line.\n";
+
+/* -1: go on; otherwise the exit status (help printed, or a usage error). */
+static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
+{
+	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN };
+	static const struct option opts[] = {
+		{ "trace", required_argument, NULL, O_TRACE },
+		{ "phases", required_argument, NULL, O_PHASES },
+		{ "json", required_argument, NULL, O_JSON },
+		{ "html", required_argument, NULL, O_HTML },
+		{ "metric", required_argument, NULL, O_METRIC },
+		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "no-builtin-metrics", no_argument, NULL, O_NOBUILTIN },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0];
+	memset(a, 0, sizeof(*a));
+	optind = 1;
+	opterr = 0;
+	int c;
+	bool report_only = false;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_TRACE: a->trace = optarg; break;
+		case O_PHASES: a->phases = optarg; break;
+		case O_JSON: a->json = optarg; break;
+		case O_HTML: a->html = optarg; report_only = true; break;
+		case O_METRIC:
+		case O_METRICS: {
+			const char **v = c == O_METRIC ? a->metric : a->metrics;
+			size_t *n = c == O_METRIC ? &a->nmetric : &a->nmetrics;
+			if (*n == ANA_MAX_DEFS) {
+				fprintf(stderr, "spmtap %s: %s: at most %d\n", cmd, argv[optind - 2], ANA_MAX_DEFS);
+				return EXIT_USAGE;
+			}
+			v[(*n)++] = optarg;
+			report_only = true;
+			break;
+		}
+		case O_NOBUILTIN: a->no_builtins = true; report_only = true; break;
+		case 'h':
+			fputs(usage, stdout);
+			return EXIT_OK;
+		case ':':
+			fprintf(stderr, "spmtap %s: %s needs an argument\n%s", cmd, argv[optind - 1], usage);
+			return EXIT_USAGE;
+		default:
+			fprintf(stderr, "spmtap %s: unknown option '%s'\n%s", cmd, argv[optind - 1], usage);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		a->recording = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "spmtap %s: unexpected argument '%s'\n%s", cmd, argv[optind], usage);
+		return EXIT_USAGE;
+	}
+	if (report_only && !report) {
+		fprintf(stderr, "spmtap %s: --html and the metric options belong to `spmtap report`\n%s", cmd, usage);
+		return EXIT_USAGE;
+	}
+	if (a->recording && a->trace) {
+		fprintf(stderr, "spmtap %s: give a RECORDING or --trace, not both\n%s", cmd, usage);
+		return EXIT_USAGE;
+	}
+	if (!a->recording && (!a->trace || !a->phases)) {
+		fprintf(stderr, "spmtap %s: a RECORDING, or --trace and --phases, are required\n%s", cmd, usage);
+		return EXIT_USAGE;
+	}
+	if (a->trace && (a->nmetric || a->nmetrics || a->no_builtins)) {
+		fprintf(stderr, "spmtap %s: metrics need SPM counters: give a RECORDING instead of --trace\n", cmd);
+		return EXIT_USAGE;
+	}
+	if ((a->recording && !*a->recording) || (a->trace && !*a->trace) || (a->phases && !*a->phases) ||
+	    (a->json && !*a->json) || (a->html && !*a->html)) {
+		fprintf(stderr, "spmtap %s: an empty file name\n%s", cmd, usage);
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+static void inputs_free(struct ana_in *in)
+{
+	for (size_t i = 0; i < REC_MAX_GPUS; i++)
+		mx_set_free(in->mx[i]);
+	pc_free(in->pc);
+	sa_phases_free(&in->own);
+	sa_trace_free(in->tr);
+	rec_free(in->rec);
+	memset(in, 0, sizeof(*in));
+}
+
+/* A recording's sensor trace, or an empty one when it has no power or energy. */
+static int recording_trace(const char *cmd, struct ana_in *in)
+{
+	char err[512], *buf;
+	size_t len;
+	int rc = rec_sensor_trace(in->rec, &buf, &len, err, sizeof(err));
+	if (rc == -ENOENT) {
+		fprintf(stderr, "spmtap %s: note: %s has no power or energy series (record with --smi power,energy)\n",
+			cmd, in->rec->base);
+		rc = sa_trace_new(&in->tr, err, sizeof(err));
+	} else if (rc == 0) {
+		rc = sa_trace_parse(buf, len, in->rec->base, &in->tr, err, sizeof(err));
+		free(buf);
+	}
+	if (rc) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* Parse the inputs; warnings are printed, errors too.  An exit status. */
+static int load_inputs(const char *cmd, const struct ana_args *a, struct ana_in *in)
+{
+	char err[512];
+	memset(in, 0, sizeof(*in));
+	int rc = 0;
+	if (a->recording) {
+		rc = rec_load(a->recording, &in->rec, err, sizeof(err));
+		if (!rc) {
+			in->what = in->rec->base;
+			if (recording_trace(cmd, in) != EXIT_OK) {
+				inputs_free(in);
+				return EXIT_FAIL;
+			}
+		}
+	} else {
+		in->what = a->trace;
+		rc = sa_trace_load(a->trace, &in->tr, err, sizeof(err));
+	}
+	if (rc) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		inputs_free(in);
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i < sa_trace_nwarnings(in->tr); i++)
+		fprintf(stderr, "spmtap %s: warning: %s\n", cmd, sa_trace_warning(in->tr, i));
+	if (a->phases && sa_phases_load(a->phases, &in->own, err, sizeof(err))) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		inputs_free(in);
+		return EXIT_FAIL;
+	}
+	in->ph = a->phases ? &in->own : &in->rec->phases;
+	if (!in->ph->n)
+		fprintf(stderr, "spmtap %s: note: %s has no phases (record with --phases or markers, or give "
+			"--phases)\n", cmd, in->what);
+	return EXIT_OK;
+}
+
+/* The JSON to a file, or to standard output for "-"; a failed file is removed. */
+static int write_json(const char *cmd, json_t *j, const char *path)
+{
+	/* 16 digits: every ns below 10^16 exactly, and 0.99 as 0.99, not 0.98999999999999999 */
+	size_t flags = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16);
+	bool out = !strcmp(path, "-");
+	errno = 0;
+	FILE *f = out ? stdout : fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "spmtap %s: %s: %s\n", cmd, path, strerror(errno));
+		return EXIT_FAIL;
+	}
+	int rc = json_dumpf(j, f, flags);
+	if (fputc('\n', f) == EOF)
+		rc = -1;
+	if (out ? fflush(f) : fclose(f))
+		rc = -1;
+	if (rc || (out && ferror(f))) {
+		fprintf(stderr, "spmtap %s: %s: write failed: %s\n", cmd, out ? "standard output" : path,
+			strerror(errno ? errno : EIO));
+		if (!out)
+			unlink(path);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+static void print_characterization(const struct sa_characterization *c)
+{
+	char b[9][48];
+	printf("T_ph (median load/idle phase): %s ms; steps: %zu rising, %zu falling\n",
+	       ana_cell(b[0], sizeof(b[0]), c->phase_ms, 3), c->rising_steps, c->falling_steps);
+	printf("%-20s %-4s %10s %8s %10s %10s %9s %9s %9s  %s\n", "signal", "unit", "update_ms", "changes",
+	       "high_w", "low_w", "delay_ms", "rise_ms", "fall_ms", "aliasing");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct sa_sig_char *s = &c->sig[i];
+		char why[32] = "";
+		if (s->aliasing == SA_TRUE)
+			snprintf(why, sizeof(why), "yes (%s%s%s)", s->alias_why & SA_ALIAS_A ? "a" : "",
+				 s->alias_why & SA_ALIAS_B ? "b" : "", s->alias_why & SA_ALIAS_C ? "c" : "");
+		printf("%-20s %-4s %10s %8llu %10s %10s %9s %9s %9s  %s\n", s->name, sa_unit_name(s->unit),
+		       ana_cell(b[1], sizeof(b[1]), s->update_interval_ms, 3), (unsigned long long)s->changes,
+		       ana_cell(b[2], sizeof(b[2]), s->high_w, 3), ana_cell(b[3], sizeof(b[3]), s->low_w, 3),
+		       ana_cell(b[4], sizeof(b[4]), s->delay_ns / 1e6, 3), ana_cell(b[5], sizeof(b[5]), s->rise_ns / 1e6, 3),
+		       ana_cell(b[6], sizeof(b[6]), s->fall_ns / 1e6, 3),
+		       s->aliasing == SA_NULL ? "-" : s->aliasing == SA_TRUE ? why : "no");
+	}
+}
+
+static void print_report(const struct sa_report *r)
+{
+	char b[4][48];
+	printf("\n%-16s %20s %12s %10s %10s", "phase", "start_ns", "duration_ms", "energy_j", "mean_w");
+	for (size_t k = 0; k < r->nsignals; k++)
+		printf("  %12s %-6s", r->ch->sig[k].name, "conf_w");
+	putchar('\n');
+	for (size_t i = 0; i < r->nphases; i++) {
+		const struct sa_phase_result *p = &r->ph[i];
+		printf("%-16s %20lld %12s %10s %10s", p->phase->name, (long long)p->phase->start_ns,
+		       ana_cell(b[0], sizeof(b[0]), p->duration_ms, 3), ana_cell(b[1], sizeof(b[1]), p->energy_j, 4),
+		       ana_cell(b[2], sizeof(b[2]), p->mean_power_w, 3));
+		for (size_t k = 0; k < r->nsignals; k++)
+			printf("  %19s", ana_cell(b[3], sizeof(b[3]), p->sig[k].mean_power_w_confident, 3));
+		putchar('\n');
+	}
+}
+
+/* Standard output's write errors would otherwise go unnoticed (a full disk, a closed pipe). */
+static int flush_stdout(const char *cmd)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "spmtap %s: standard output: %s\n", cmd, strerror(errno ? errno : EIO));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+static int run_characterize(const char *cmd, const struct ana_args *a, struct ana_in *in)
+{
+	char err[256];
+	struct sa_characterization *c;
+	json_t *j = NULL;
+	if (sa_characterize(in->tr, in->ph, &c, err, sizeof(err))) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		return EXIT_FAIL;
+	}
+	int rc = EXIT_OK;
+	if (a->json) {
+		if (sa_characterization_json(c, &j, err, sizeof(err))) {
+			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+			rc = EXIT_FAIL;
+		} else {
+			rc = write_json(cmd, j, a->json);
+		}
+	}
+	if (!rc && (!a->json || strcmp(a->json, "-"))) {
+		print_characterization(c);
+		rc = flush_stdout(cmd);
+	}
+	json_decref(j);
+	sa_characterization_free(c);
+	return rc;
+}
+
+static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *in)
+{
+	char err[512];
+	struct sa_report *r;
+	json_t *j = NULL;
+	if (sa_report_compute(in->tr, in->ph, &r, err, sizeof(err))) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		return EXIT_FAIL;
+	}
+	int rc = in->rec ? ana_counters_compute(cmd, a, in) : EXIT_OK;
+	if (!rc && a->json) {
+		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err)))) {
+			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+			rc = EXIT_FAIL;
+		} else {
+			rc = write_json(cmd, j, a->json);
+		}
+	}
+	if (!rc && a->html) {
+		if (ana_html_write(in, r, a->html, err, sizeof(err))) {
+			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+			rc = EXIT_FAIL;
+		} else {
+			fprintf(stderr, "spmtap %s: wrote %s\n", cmd, a->html);
+		}
+	}
+	if (!rc && (!a->json || strcmp(a->json, "-"))) {
+		print_characterization(r->ch);
+		print_report(r);
+		if (in->rec)
+			ana_counters_print(in, r);
+		rc = flush_stdout(cmd);
+	}
+	json_decref(j);
+	sa_report_free(r);
+	return rc;
+}
+
+static int analyze(int argc, char **argv, const char *usage, bool report)
+{
+	struct ana_args a;
+	int rc = parse_args(argc, argv, usage, report, &a);
+	if (rc >= 0)
+		return rc;
+	struct ana_in in;
+	rc = load_inputs(argv[0], &a, &in);
+	if (rc)
+		return rc;
+	rc = report ? run_report(argv[0], &a, &in) : run_characterize(argv[0], &a, &in);
+	inputs_free(&in);
+	return rc;
+}
 
 int cmd_characterize(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fputs("spmtap characterize: not implemented yet\n", stderr);
-	return EXIT_FAIL;
+	return analyze(argc, argv, cmd_characterize_usage, false);
 }
 
 int cmd_report(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fputs("spmtap report: not implemented yet\n", stderr);
-	return EXIT_FAIL;
+	return analyze(argc, argv, cmd_report_usage, true);
 }

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector/analysis/phases.h"
 #include "collector/cli/record.h"
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
@@ -182,6 +183,27 @@ static int emulator_phases(struct emu_sched *e)
 	return rc < 0 ? rc : 0;
 }
 
+static void free_phase_files(struct sa_phases *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sa_phases_free(&p[i]);
+}
+
+/* `--phases FILE`: the user's phases, as they are (the file is on the recording's timebase). */
+static int add_phase_files(struct session *S, const struct sa_phases *p, size_t n, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < p[i].n; k++) {
+			struct series_slice sl = { .start_ns = p[i].v[k].start_ns, .end_ns = p[i].v[k].end_ns,
+						   .name = p[i].v[k].name, .category = "file" };
+			int rc = session_add_phase(S, &sl);
+			if (rc < 0)
+				return spmtap_seterr(err, errlen, -rc, "--phases: adding phase %zu: %s", k + 1,
+						     strerror(-rc));
+		}
+	return 0;
+}
+
 static bool wants_emulator_phases(const struct rec_opts *o)
 {
 	for (size_t i = 0; i < o->nphases; i++)
@@ -236,12 +258,24 @@ int record_session(const struct rec_opts *o)
 		cli_target_free(&t);
 		return EXIT_FAIL;
 	}
+	/* Phases files are read before anything starts, so that a bad one costs no recording. */
+	struct sa_phases filep[sizeof(o->phases) / sizeof(o->phases[0])];
+	size_t nfilep = 0;
 	for (size_t i = 0; i < o->nphases; i++) {
-		if (strcmp(o->phases[i], "emulator"))
+		if (strcmp(o->phases[i], "emulator")) {
+			if (sa_phases_load(o->phases[i], &filep[nfilep], err, sizeof(err)) < 0) {
+				fprintf(stderr, "spmtap record: --phases: %s\n", err);
+				free_phase_files(filep, nfilep);
+				cli_target_free(&t);
+				return EXIT_USAGE;
+			}
+			nfilep++;
 			continue;
+		}
 		if (!getenv("SPMTAP_EMU_ACTIVE")) {
 			fprintf(stderr, "spmtap record: --phases emulator: not running on the emulated device "
 					"(use --emulate PROFILE)\n");
+			free_phase_files(filep, nfilep);
 			cli_target_free(&t);
 			return EXIT_USAGE;
 		}
@@ -269,6 +303,13 @@ int record_session(const struct rec_opts *o)
 	rec_signals_block(&old);
 	rc = session_start(S, err, sizeof(err));
 	rec_signals_restore(&old);
+	if (rc < 0) {
+		outerr(err);
+		session_stop(S, NULL, 0);
+		st = EXIT_FAIL;
+		goto out;
+	}
+	rc = add_phase_files(S, filep, nfilep, err, sizeof(err));
 	if (rc < 0) {
 		outerr(err);
 		session_stop(S, NULL, 0);
@@ -357,6 +398,7 @@ int record_session(const struct rec_opts *o)
 		st = app_status >= 0 ? app_status : EXIT_FAIL;
 	}
 out:
+	free_phase_files(filep, nfilep);
 	session_close(S);
 	free(cmdline);
 	cli_target_free(&t);

@@ -597,6 +597,14 @@ static json_t *meta_json(struct session *S)
 			"spm_gen", spm_gen_name(g->gen), "interval",
 			(int)(g->plan ? g->plan->interval : 0), "smi_source",
 			g->smi && g->probe.ops ? g->probe.ops->name : NULL));
+		{
+			/* The geometry derived metrics need (docs/metrics.md: inst(), ncu). */
+			json_t *d = json_array_get(devs, json_array_size(devs) - 1);
+			json_object_set_new(d, "num_se", json_integer(g->dev->num_se));
+			json_object_set_new(d, "cu_count", json_integer(g->dev->cu_count));
+			if (g->plan)
+				json_object_set_new(d, "cus_per_se", json_integer(g->plan->geo.cus_per_se));
+		}
 		if (g->sops) {
 			json_t *d = json_array_get(devs, json_array_size(devs) - 1);
 			json_object_set_new(d, "submitter", json_string(g->sops->name));

@@ -273,7 +273,8 @@ static int csvs_write(struct writer *w, const struct series_chunk *c, char *err,
 			if (s->cols[j].type == SERIES_U64)
 				fprintf(cf->f, "%" PRIu64, series_u64(c, (uint32_t)j, i));
 			else
-				fprintf(cf->f, "%.10g", series_f64(c, (uint32_t)j, i));
+				/* 15 digits: an energy counter at 10^7 J still shows its 2^-16 J ticks. */
+				fprintf(cf->f, "%.15g", series_f64(c, (uint32_t)j, i));
 		}
 		fputc('\n', cf->f);
 	}

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `spmtap report RECORDING`: each GPU's SPM counters and derived metrics
+ * per phase, beside the spec's energy report (analyze.h).  Counters are
+ * summed over XCCs (and over instances and SEs as the recording's columns
+ * already are); a metric over a phase is a ratio of the phase's sums
+ * (docs/metrics.md), not a mean of per-sample ratios, so a phase with a
+ * few long samples weighs as much as its cycles say.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/analysis/characterize.h"
+#include "collector/cli/analyze.h"
+#include "collector/cli/cli.h"
+#include "log.h"
+
+const char *ana_cell(char *buf, size_t len, double v, int prec)
+{
+	if (isfinite(v))
+		snprintf(buf, len, "%.*f", prec, v);
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+const char *ana_cell_g(char *buf, size_t len, double v)
+{
+	if (!isfinite(v))
+		snprintf(buf, len, "-");
+	else if (v == floor(v) && fabs(v) < 1e9)
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.4g", v);
+	return buf;
+}
+
+int ana_counters_compute(const char *cmd, const struct ana_args *a, struct ana_in *in)
+{
+	char err[1024];
+	const struct recording *r = in->rec;
+	bool any = false;
+	for (uint32_t i = 0; i < r->ngpu; i++) {
+		const struct rec_gpu *g = &r->gpu[i];
+		if (!g->nspm || !g->spm[0].ncols)
+			continue;
+		any = true;
+		if (pc_metrics_for(r, g, a->no_builtins, a->metric, a->nmetric, a->metrics, a->nmetrics, &in->mx[i], err,
+				   sizeof(err)) < 0) {
+			fprintf(stderr, "spmtap %s: GPU %u: %s\n", cmd, g->index, err);
+			return EXIT_FAIL;
+		}
+	}
+	if (!any && (a->nmetric || a->nmetrics)) {
+		fprintf(stderr, "spmtap %s: %s has no SPM counters for --metric/--metrics to use\n", cmd, r->base);
+		return EXIT_FAIL;
+	}
+	if (pc_compute(r, in->ph, in->mx, &in->pc, err, sizeof(err)) < 0) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+/* The recording's GPU entry (index into r->gpu[]) of a counters result. */
+static int gpu_slot(const struct recording *r, uint32_t gpu)
+{
+	for (uint32_t i = 0; i < r->ngpu; i++)
+		if (r->gpu[i].index == gpu)
+			return (int)i;
+	return -1;
+}
+
+/* The first J signal of GPU gpu in the recording's trace (its names carry "gpuN." with several GPUs). */
+static int gpu_energy_signal(const struct ana_in *in, uint32_t gpu)
+{
+	if (in->rec->ngpu <= 1)
+		return sa_trace_first_j(in->tr);
+	char p[24];
+	snprintf(p, sizeof(p), "gpu%u.", gpu);
+	for (size_t i = 0; i < sa_trace_nsignals(in->tr); i++) {
+		const struct sa_signal *s = sa_trace_signal(in->tr, i);
+		if (s->unit == SA_UNIT_J && !strncmp(s->name, p, strlen(p)))
+			return (int)i;
+	}
+	return -1;
+}
+
+double ana_gpu_energy(const struct ana_in *in, const struct sa_report *rep, uint32_t gpu, size_t p)
+{
+	int s = gpu_energy_signal(in, gpu);
+	double j;
+	if (s < 0 || p >= rep->nphases)
+		return NAN;
+	const struct sa_phase *ph = rep->ph[p].phase;
+	if (sa_trace_energy(in->tr, (size_t)s, (double)ph->start_ns, (double)ph->end_ns, &j, NULL, 0) < 0)
+		return NAN;
+	return j;
+}
+
+static int colw(const char *name)
+{
+	int l = (int)strlen(name);
+	return l < 11 ? 11 : l;
+}
+
+/* One table: a row per phase, a column per name, cells from get(). */
+static void print_table(const struct sa_report *rep, const char *title, size_t ncols, const char *(*name)(const void *, size_t),
+			double (*get)(const void *, size_t phase, size_t col), const void *ctx, bool samples,
+			const struct pc_gpu *pg)
+{
+	char b[48];
+	printf("\n%s\n%-16s", title, "phase");
+	if (samples)
+		printf(" %8s", "samples");
+	for (size_t c = 0; c < ncols; c++)
+		printf(" %*s", colw(name(ctx, c)), name(ctx, c));
+	putchar('\n');
+	for (size_t p = 0; p < rep->nphases; p++) {
+		printf("%-16s", rep->ph[p].phase->name);
+		if (samples)
+			printf(" %8zu", pg->ph[p].samples);
+		for (size_t c = 0; c < ncols; c++)
+			printf(" %*s", colw(name(ctx, c)), ana_cell_g(b, sizeof(b), get(ctx, p, c)));
+		putchar('\n');
+	}
+}
+
+static const char *col_name(const void *ctx, size_t c)
+{
+	return ((const struct pc_gpu *)ctx)->cols[c];
+}
+
+static double col_total(const void *ctx, size_t p, size_t c)
+{
+	return ((const struct pc_gpu *)ctx)->ph[p].total[c];
+}
+
+static double col_rate(const void *ctx, size_t p, size_t c)
+{
+	return ((const struct pc_gpu *)ctx)->ph[p].rate[c];
+}
+
+struct metric_ctx {
+	const struct pc_gpu *pg;
+	const struct mx_set *m;
+	char names[64][80];
+};
+
+static const char *metric_name(const void *ctx, size_t i)
+{
+	return ((const struct metric_ctx *)ctx)->names[i];
+}
+
+static double metric_value(const void *ctx, size_t p, size_t i)
+{
+	const struct mx_value *v = &((const struct metric_ctx *)ctx)->pg->ph[p].metric[i];
+	return v->missing ? NAN : v->v;
+}
+
+void ana_counters_print(const struct ana_in *in, const struct sa_report *rep)
+{
+	const struct recording *r = in->rec;
+	char title[256];
+	if (r->ngpu > 1) {
+		/* The spec's energy is the first GPU's; each GPU's own goes here. */
+		printf("\n%-16s", "phase");
+		for (uint32_t i = 0; i < r->ngpu; i++)
+			printf("  gpu%-2u energy_j", r->gpu[i].index);
+		putchar('\n');
+		for (size_t p = 0; p < rep->nphases; p++) {
+			char b[48];
+			printf("%-16s", rep->ph[p].phase->name);
+			for (uint32_t i = 0; i < r->ngpu; i++)
+				printf("  %15s", ana_cell(b, sizeof(b), ana_gpu_energy(in, rep, r->gpu[i].index, p), 4));
+			putchar('\n');
+		}
+	}
+	for (uint32_t k = 0; in->pc && k < in->pc->ngpu; k++) {
+		const struct pc_gpu *pg = &in->pc->g[k];
+		int slot = gpu_slot(r, pg->gpu);
+		const struct rec_gpu *g = &r->gpu[slot];
+		snprintf(title, sizeof(title), "GPU %u (%s): SPM counter totals per phase, over %u XCC stream(s)", pg->gpu,
+			 g->gfx, g->nspm);
+		print_table(rep, title, pg->ncols, col_name, col_total, pg, true, pg);
+		snprintf(title, sizeof(title), "GPU %u: mean rates per second", pg->gpu);
+		print_table(rep, title, pg->ncols, col_name, col_rate, pg, false, pg);
+		const struct mx_set *m = slot >= 0 ? in->mx[slot] : NULL;
+		size_t nm = m ? mx_set_count(m) : 0;
+		if (!nm)
+			continue;
+		struct metric_ctx *mc = calloc(1, sizeof(*mc));
+		if (!mc)
+			return;
+		mc->pg = pg;
+		mc->m = m;
+		if (nm > 64)
+			nm = 64;
+		for (size_t i = 0; i < nm; i++) {
+			struct mx_info info;
+			mx_set_info(m, i, &info);
+			if (info.unit[0])
+				snprintf(mc->names[i], sizeof(mc->names[i]), "%s[%s]", info.name, info.unit);
+			else
+				snprintf(mc->names[i], sizeof(mc->names[i]), "%s", info.name);
+		}
+		snprintf(title, sizeof(title), "GPU %u: derived metrics per phase (docs/metrics.md; - : missing)%s",
+			 pg->gpu, mx_set_count(m) > nm ? " (the first 64; all in --json)" : "");
+		print_table(rep, title, nm, metric_name, metric_value, mc, false, pg);
+		free(mc);
+	}
+}
+
+static int put(json_t *o, const char *k, json_t *v)
+{
+	return v && !json_object_set_new(o, k, v) ? 0 : -ENOMEM;
+}
+
+static int metric_defs_json(const struct ana_in *in, json_t *root)
+{
+	json_t *all = json_object();
+	int rc = all ? 0 : -ENOMEM;
+	for (uint32_t i = 0; !rc && i < in->rec->ngpu; i++) {
+		const struct mx_set *m = in->mx[i];
+		if (!m)
+			continue;
+		json_t *defs = json_object();
+		char key[16];
+		snprintf(key, sizeof(key), "%u", in->rec->gpu[i].index);
+		rc = put(all, key, defs);
+		for (size_t k = 0; !rc && k < mx_set_count(m); k++) {
+			struct mx_info info;
+			mx_set_info(m, k, &info);
+			json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "expr", info.expr, "unit", info.unit,
+					      "description", info.desc, "origin", info.origin);
+			rc = put(defs, info.name, d);
+		}
+	}
+	return rc ? rc : put(root, "metrics", all);
+}
+
+/* phase p's "gpus" object. */
+static int phase_gpus_json(const struct ana_in *in, const struct sa_report *rep, size_t p, json_t *phase)
+{
+	const struct recording *r = in->rec;
+	json_t *gpus = json_object();
+	int rc = put(phase, "gpus", gpus);
+	for (uint32_t i = 0; !rc && i < r->ngpu; i++) {
+		json_t *o = json_object();
+		char key[16];
+		snprintf(key, sizeof(key), "%u", r->gpu[i].index);
+		rc = put(gpus, key, o);
+		if (!rc)
+			rc = put(o, "energy_j", sa_json_num(ana_gpu_energy(in, rep, r->gpu[i].index, p)));
+		const struct pc_gpu *pg = NULL;
+		for (uint32_t k = 0; in->pc && k < in->pc->ngpu; k++)
+			if (in->pc->g[k].gpu == r->gpu[i].index)
+				pg = &in->pc->g[k];
+		if (rc || !pg)
+			continue;
+		const struct pc_phase *pp = &pg->ph[p];
+		json_t *cs = json_object(), *ms = json_object();
+		rc = put(o, "samples", json_integer((json_int_t)pp->samples));
+		rc = rc ? rc : put(o, "counters", cs);
+		rc = rc ? rc : put(o, "metrics", ms);
+		for (uint32_t c = 0; !rc && c < pg->ncols; c++)
+			rc = put(cs, pg->cols[c], json_pack("{s:o, s:o}", "total", sa_json_num(pp->total[c]), "rate_per_s",
+							    sa_json_num(pp->rate[c])));
+		for (size_t k = 0; !rc && in->mx[i] && k < pg->nmetrics; k++) {
+			struct mx_info info;
+			mx_set_info(in->mx[i], k, &info);
+			rc = put(ms, info.name, pp->metric[k].missing ? json_null() : sa_json_num(pp->metric[k].v));
+		}
+	}
+	return rc;
+}
+
+int ana_counters_json(const struct ana_in *in, const struct sa_report *rep, json_t *j, char *err, size_t errlen)
+{
+	json_t *phases = json_object_get(j, "phases");
+	int rc = put(j, "recording", json_string(in->rec->base));
+	rc = rc ? rc : metric_defs_json(in, j);
+	for (size_t p = 0; !rc && p < rep->nphases; p++)
+		rc = phase_gpus_json(in, rep, p, json_array_get(phases, p));
+	return rc ? spmtap_seterr(err, errlen, -rc, "building the JSON: out of memory") : 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What `spmtap characterize` and `spmtap report` share between their
+ * files: the parsed command line, the loaded inputs (a sensor trace and
+ * phases, from files or from a recording), and, for a recording, the SPM
+ * counters and derived metrics per phase (analyze-counters.c) and the HTML
+ * report (analyze-html.c).
+ */
+#ifndef SPMTAP_CLI_ANALYZE_H
+#define SPMTAP_CLI_ANALYZE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "collector/analysis/phase_counters.h"
+#include "collector/analysis/phases.h"
+#include "collector/analysis/recording.h"
+#include "collector/analysis/report.h"
+#include "collector/analysis/sensor_trace.h"
+
+#define ANA_MAX_DEFS 64
+
+struct ana_args {
+	const char *recording; /* RECORDING operand; NULL with --trace */
+	const char *trace;     /* --trace */
+	const char *phases;    /* --phases: required with --trace, replaces a recording's phases */
+	const char *json;      /* --json; NULL: none, "-": standard output */
+	const char *html;      /* --html (report) */
+	const char *metric[ANA_MAX_DEFS];  /* --metric NAME=EXPR */
+	size_t nmetric;
+	const char *metrics[ANA_MAX_DEFS]; /* --metrics FILE */
+	size_t nmetrics;
+	bool no_builtins;      /* --no-builtin-metrics */
+};
+
+struct ana_in {
+	const char *what;          /* the input named in titles: the recording's base or the trace file */
+	struct recording *rec;     /* NULL with --trace */
+	struct sa_trace *tr;       /* never NULL: empty when a recording has no power or energy */
+	struct sa_phases own;      /* --phases, or the trace's phases */
+	const struct sa_phases *ph; /* the phases in use */
+	/* Recording only: metric sets per r->gpu[] entry (NULL: no SPM) and the counters per phase. */
+	struct mx_set *mx[REC_MAX_GPUS];
+	struct pc_result *pc;
+};
+
+/* Counters and metrics per phase of a recording's GPUs; 0 or an exit status (the message printed). */
+int ana_counters_compute(const char *cmd, const struct ana_args *a, struct ana_in *in);
+/* The terminal tables: per GPU, counter totals and rates, then metrics, one row per phase. */
+void ana_counters_print(const struct ana_in *in, const struct sa_report *rep);
+/*
+ * Adds to report JSON j (sa_report_json's) what the spec leaves open:
+ * "recording" and, per GPU, "gpus": {N: {"energy_j", "samples",
+ * "counters": {NAME: {"total", "rate_per_s"}}, "metrics": {NAME: v}}} in
+ * each phase, and "metrics" (the definitions) at the top.
+ */
+int ana_counters_json(const struct ana_in *in, const struct sa_report *rep, json_t *j, char *err, size_t errlen);
+/* Energy of GPU g's own energy counter over phase p (NAN: null), for multi-GPU recordings. */
+double ana_gpu_energy(const struct ana_in *in, const struct sa_report *rep, uint32_t gpu, size_t p);
+
+/* The self-contained HTML report; 0 or -errno with err. */
+int ana_html_write(const struct ana_in *in, const struct sa_report *rep, const char *path, char *err,
+		   size_t errlen);
+
+/* A table cell: the number with prec decimals, or "-" for NAN. */
+const char *ana_cell(char *buf, size_t len, double v, int prec);
+/* A count or rate of any size in 4 significant digits ("1.235e+09", "812.5"), or "-". */
+const char *ana_cell_g(char *buf, size_t len, double v);
+
+#endif

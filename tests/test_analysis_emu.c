@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The offline analysis end to end, against the emulator's ground truth:
+ * `spmtap record --phases emulator` of an emulated square wave, then
+ * `spmtap characterize` / `spmtap report` on the recording, compared with
+ * what the emulator's sensor model states (its figures of merit, its true
+ * power and energy), not with our own arithmetic:
+ *
+ *   - delay, rise and fall of every signal within max(1 ms, 10 %) of the
+ *     model's figures, levels within 2 %;
+ *   - each phase's energy within 1 % of the true energy, or where the
+ *     sensor's own sampling makes 1 % impossible (a reader that missed
+ *     updates around a step), within what the spec's method makes of the
+ *     true counter at the same readings, plus 0.3 %;
+ *   - aliasing where Nyquist puts it (phases under two sensor updates) and
+ *     not above;
+ *   - the HTML report and the PNG figure as Chromium shows them: titles,
+ *     tables, one band per shaded phase where the phase is.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "browser.h"
+#include "collector/analysis/figure.h"
+#include "collector/analysis/recording.h"
+#include "collector/analysis/report.h"
+#include "collector/analysis/sensor_trace.h"
+#include "emu/common/sensors.h"
+#include "emu/common/workload.h"
+#include "testenv.h"
+
+#define PROFILE "mi300a"
+/* A period that is not a whole number of sensor updates, so steps fall at every phase of the update grid. */
+#define SQUARE "square:period_ms=200.4,duty=0.5"
+
+static char dir[] = "/tmp/spmtap-test-analysis-XXXXXX";
+
+static const char *path(const char *name)
+{
+	static char buf[8][PATH_MAX];
+	static int k;
+	k = (k + 1) & 7;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	return buf[k];
+}
+
+static bool expect_failure; /* a case checking an error message: do not print it as a failure */
+
+static int run(const char *const *argv, const char *outfile, const char *errfile)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (!freopen(errfile, "w", stderr) || !freopen(outfile ? outfile : "/dev/null", "w", stdout))
+			_exit(126);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (rc && !expect_failure) {
+		FILE *f = fopen(errfile, "r");
+		char line[512];
+		fprintf(stderr, "\n    %s exited %d:\n", argv[1], rc);
+		while (f && fgets(line, sizeof(line), f))
+			fprintf(stderr, "    | %s", line);
+		if (f)
+			fclose(f);
+	}
+	return rc;
+}
+
+/* `spmtap ARGS...` with stdout to out (or nowhere). */
+static int spmtap(const char *out, const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+		  const char *a6)
+{
+	char bin[PATH_MAX];
+	snprintf(bin, sizeof(bin), "%s/spmtap", testenv_build_dir());
+	const char *argv[] = { bin, a1, a2, a3, a4, a5, a6, NULL };
+	return run(argv, out, path("cli.err"));
+}
+
+/* A recording of the square wave with its schedule as phases; 0 when it worked. */
+static int record(const char *name, const char *workload, const char *secs)
+{
+	char bin[PATH_MAX];
+	snprintf(bin, sizeof(bin), "%s/spmtap", testenv_build_dir());
+	setenv("SPMTAP_EMU_WORKLOAD", workload, 1);
+	const char *argv[] = { bin, "record", "--spm", "SQ_WAVES,SQ_BUSY_CYCLES", "--smi", "power,energy", "--phases",
+			       "emulator", "-d", path(name), "--duration", secs, NULL };
+	return run(argv, NULL, path("record.err"));
+}
+
+static json_t *load_json(const char *file)
+{
+	json_error_t e;
+	json_t *j = json_load_file(file, 0, &e);
+	if (!j)
+		fprintf(stderr, "\n    %s:%d: %s ", file, e.line, e.text);
+	return j;
+}
+
+/* BOOTTIME - MONOTONIC_RAW now: phases are on BOOTTIME, the emulator's truth on RAW. */
+static int64_t boot_minus_raw(void)
+{
+	struct timespec a, b, c;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	clock_gettime(CLOCK_MONOTONIC_RAW, &c);
+	int64_t ra = a.tv_sec * 1000000000LL + a.tv_nsec, rc = c.tv_sec * 1000000000LL + c.tv_nsec;
+	return b.tv_sec * 1000000000LL + b.tv_nsec - (ra + (rc - ra) / 2);
+}
+
+struct truth {
+	struct emu_sensor_model m;
+	struct emu_workload w;
+	int64_t off; /* boot - raw */
+};
+
+static void truth_init(struct truth *t, const char *workload)
+{
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(emu_sensor_model_init(PROFILE, 0, 0, &t->m, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(emu_workload_parse(workload, &t->w, err, sizeof(err)), 0);
+	t->off = boot_minus_raw();
+}
+
+static double true_energy(const struct truth *t, int64_t boot_ns)
+{
+	struct emu_sensor_truth o;
+	emu_sensor_truth(&t->m, &t->w, (uint64_t)(boot_ns - t->off), &o);
+	return o.sensor_energy_j;
+}
+
+static double true_power(const struct truth *t, int64_t boot_ns)
+{
+	struct emu_sensor_truth o;
+	emu_sensor_truth(&t->m, &t->w, (uint64_t)(boot_ns - t->off), &o);
+	return o.sensor_power_w;
+}
+
+static bool within(double got, double want, double tol, const char *what)
+{
+	bool ok = isfinite(got) && fabs(got - want) <= tol;
+	if (!ok)
+		fprintf(stderr, "\n    %s: %.4f, truth %.4f, allowed +-%.4f ", what, got, want, tol);
+	return ok;
+}
+
+static double num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The sensor knobs of the recordings: distinct rise and fall, the energy counter's delay and update. */
+static void sensor_knobs(const char *update_us, const char *energy_delay_ms)
+{
+	setenv("SPMTAP_EMU_SENSOR_CUR_DELAY_MS", "4", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_RISE_MS", "6", 1);
+	setenv("SPMTAP_EMU_SENSOR_CUR_FALL_MS", "9", 1);
+	setenv("SPMTAP_EMU_SENSOR_ENERGY_DELAY_MS", energy_delay_ms, 1);
+	setenv("SPMTAP_EMU_SENSOR_UPDATE_US", update_us, 1);
+}
+
+/* The square-wave recording the cases share, made by the first that needs it; false if that failed. */
+static bool square(void)
+{
+	static int made; /* 0 not yet, 1 made, -1 failed */
+	sensor_knobs("1000", "0");
+	if (!made) {
+		made = record("square", SQUARE, "2.6") == 0 ? 1 : -1;
+	}
+	return made > 0;
+}
+
+/* Timings and levels of each signal of recording `rec` against the model's figures. */
+static void check_characterization(const char *rec, const char *workload)
+{
+	struct truth t;
+	truth_init(&t, workload);
+	CU_ASSERT_EQUAL_FATAL(spmtap(path("char.txt"), "characterize", path(rec), "--json", path("char.json"),
+				     NULL, NULL), 0);
+	json_t *j = load_json(path("char.json"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT(within(num(j, "phase_ms"), 100.2, 0.01, "phase_ms"));
+	json_t *sigs = json_object_get(j, "signals");
+	static const struct {
+		const char *name;
+		enum emu_sensor_signal sig;
+	} want[] = { { "energy", EMU_SIG_ENERGY }, { "power_cur", EMU_SIG_CUR } };
+	/* the true levels: mid-load and mid-idle of the schedule */
+	double high = true_power(&t, t.off + 50000000), low = true_power(&t, t.off + 150000000);
+	if (emu_workload_activity(&t.w, 50000000) < 0.5) {
+		double x = high;
+		high = low;
+		low = x;
+	}
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		json_t *s = json_object_get(sigs, want[i].name);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+		struct emu_sensor_figures f;
+		emu_sensor_figures_of(&t.m, want[i].sig, &f);
+		char what[64];
+		fprintf(stderr, "\n    %-9s delay %.3f (%.3f) rise %.3f (%.3f) fall %.3f (%.3f) high %.2f (%.2f) low %.2f (%.2f)",
+			want[i].name, num(s, "delay_ms"), f.delay_ms, num(s, "rise_ms"), f.rise_ms, num(s, "fall_ms"),
+			f.fall_ms, num(s, "high_w"), high, num(s, "low_w"), low);
+		CU_ASSERT(json_is_false(json_object_get(s, "aliasing")));
+		snprintf(what, sizeof(what), "%s delay_ms", want[i].name);
+		CU_ASSERT(within(num(s, "delay_ms"), f.delay_ms, fmax(1, 0.1 * f.delay_ms), what));
+		snprintf(what, sizeof(what), "%s rise_ms", want[i].name);
+		CU_ASSERT(within(num(s, "rise_ms"), f.rise_ms, fmax(1, 0.1 * f.rise_ms), what));
+		snprintf(what, sizeof(what), "%s fall_ms", want[i].name);
+		CU_ASSERT(within(num(s, "fall_ms"), f.fall_ms, fmax(1, 0.1 * f.fall_ms), what));
+		snprintf(what, sizeof(what), "%s high_w", want[i].name);
+		CU_ASSERT(within(num(s, "high_w"), high, 0.02 * high, what));
+		snprintf(what, sizeof(what), "%s low_w", want[i].name);
+		CU_ASSERT(within(num(s, "low_w"), low, 0.02 * low, what));
+		CU_ASSERT(within(num(s, "update_interval_ms"), f.update_ms, 0.1 * f.update_ms, "update_interval_ms"));
+	}
+	json_decref(j);
+}
+
+static double kept_energy(const struct truth *t, const struct sa_signal *s, size_t k);
+
+/*
+ * What the spec's method makes of the true counter: Ec linear between the
+ * kept readings, each holding the true energy at its sensor time less the
+ * counter's own delay.
+ */
+static double method_energy(const struct truth *t, const struct sa_signal *s, int64_t a, int64_t b)
+{
+	double ec[2];
+	int64_t at[2] = { a, b };
+	for (int i = 0; i < 2; i++) {
+		size_t k = 1;
+		while (k + 1 < s->nkept && s->kept_t[k] < at[i])
+			k++;
+		int64_t t0 = s->kept_t[k - 1], t1 = s->kept_t[k];
+		double e0 = kept_energy(t, s, k - 1), e1 = kept_energy(t, s, k);
+		ec[i] = e0 + (e1 - e0) * (double)(at[i] - t0) / (double)(t1 - t0);
+	}
+	return ec[1] - ec[0];
+}
+
+/* The true counter at a kept reading: the true energy at its sensor time, less the counter's delay. */
+static double kept_energy(const struct truth *t, const struct sa_signal *s, size_t k)
+{
+	return true_energy(t, s->kept_t[k] - s->ts_offset_ns + t->off - (int64_t)t->m.energy_delay_ns);
+}
+
+/* The same for the confident mean: the dE/dt staircase of the true counter at the kept readings. */
+static double method_mean(const struct truth *t, const struct sa_signal *s, double ws, double we)
+{
+	double sum = 0;
+	for (size_t k = 1; k < s->nkept; k++) {
+		double a = (double)s->kept_t[k], b = k + 1 < s->nkept ? (double)s->kept_t[k + 1] : INFINITY;
+		double lo = fmax(a, ws), hi = fmin(b, we);
+		if (hi <= lo)
+			continue;
+		double p = (kept_energy(t, s, k) - kept_energy(t, s, k - 1)) / ((double)(s->kept_t[k] - s->kept_t[k - 1]) * 1e-9);
+		sum += p * (hi - lo);
+	}
+	return sum / (we - ws);
+}
+
+/* Each phase's energy against the true energy, and the confident means against the true levels. */
+static void check_report(const char *rec, const char *workload)
+{
+	struct truth t;
+	truth_init(&t, workload);
+	CU_ASSERT_EQUAL_FATAL(spmtap(path("report.txt"), "report", path(rec), "--json", path("report.json"),
+				     NULL, NULL), 0);
+	json_t *j = load_json(path("report.json"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	/* the kept readings the method used, for what it unavoidably makes */
+	struct recording *r;
+	struct sa_trace *tr;
+	char err[512], *buf;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(rec_load(path(rec), &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_sensor_trace(r, &buf, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(sa_trace_parse(buf, len, rec, &tr, err, sizeof(err)), 0);
+	free(buf);
+	const struct sa_signal *es = sa_trace_signal(tr, (size_t)sa_trace_first_j(tr));
+	json_t *phases = json_object_get(j, "phases");
+	size_t n = json_array_size(phases), checked = 0, within1 = 0, confident = 0;
+	double worst = 0;
+	CU_ASSERT(n >= 10);
+	for (size_t i = 0; i < n; i++) {
+		json_t *p = json_array_get(phases, i);
+		int64_t s = json_integer_value(json_object_get(p, "start_ns"));
+		int64_t e = json_integer_value(json_object_get(p, "end_ns"));
+		double got = num(p, "energy_j");
+		if (!isfinite(got))
+			continue; /* outside the kept readings: the spec's null (the recording's edges) */
+		double truth = true_energy(&t, e) - true_energy(&t, s);
+		double method = method_energy(&t, es, s, e);
+		double err1 = fabs(got - truth) / truth;
+		double allowed = fmax(0.01, fabs(method - truth) / truth + 0.003);
+		char what[96];
+		snprintf(what, sizeof(what), "phase %zu (%s) energy_j", i,
+			 json_string_value(json_object_get(p, "name")));
+		CU_ASSERT(within(got, truth, allowed * truth, what));
+		checked++;
+		within1 += err1 <= 0.01;
+		worst = fmax(worst, err1);
+		/* the energy's confident mean is the phase's true level (the window excludes the edges) */
+		double mid = true_power(&t, s + (e - s) / 2);
+		json_t *ew = json_object_get(json_object_get(p, "signals"), "energy");
+		double cm = num(ew, "mean_power_w_confident");
+		if (isfinite(cm) && e - s > 50000000) {
+			double m = method_mean(&t, es, num(ew, "window_start_ns"), num(ew, "window_end_ns"));
+			snprintf(what, sizeof(what), "phase %zu confident mean of energy", i);
+			CU_ASSERT(within(cm, mid, fmax(0.02, fabs(m - mid) / mid + 0.003) * mid, what));
+			confident++;
+		}
+		/* the recording's counters came along: SQ_WAVES only under load */
+		json_t *c = json_object_get(json_object_get(json_object_get(json_object_get(p, "gpus"), "0"),
+							    "counters"), "SQ_WAVES");
+		CU_ASSERT_PTR_NOT_NULL(c);
+	}
+	fprintf(stderr, "\n    %zu phase energies checked, %zu within 1 %% (worst %.3f %%), %zu confident means ",
+		checked, within1, 100 * worst, confident);
+	CU_ASSERT(checked >= n - 2);
+	CU_ASSERT(confident >= n / 2 - 2);
+	sa_trace_free(tr);
+	rec_free(r);
+	json_decref(j);
+}
+
+static void characterize(void)
+{
+	CU_ASSERT_FATAL(square());
+	check_characterization("square", SQUARE);
+}
+
+static void report_energy(void)
+{
+	CU_ASSERT_FATAL(square());
+	check_report("square", SQUARE);
+}
+
+/* An energy counter 3 ms late: its delay is recovered, and phase energies are as good as the method allows. */
+static void delayed_energy(void)
+{
+	sensor_knobs("1000", "3");
+	CU_ASSERT_EQUAL_FATAL(record("delayed", SQUARE, "1.8"), 0);
+	check_characterization("delayed", SQUARE);
+	check_report("delayed", SQUARE);
+	sensor_knobs("1000", "0");
+}
+
+/* Nyquist: phases of 1.5 sensor updates alias (rule a), phases of 2.5 do not. */
+static void aliasing(void)
+{
+	static const struct {
+		const char *workload;
+		bool aliased;
+	} c[] = {
+		{ "square:period_ms=30,duty=0.5", true },  /* T_ph 15 ms < 2 x 10 ms */
+		{ "square:period_ms=50,duty=0.5", false }, /* T_ph 25 ms > 2 x 10 ms */
+	};
+	for (size_t i = 0; i < 2; i++) {
+		char name[32], js[32];
+		snprintf(name, sizeof(name), "alias%zu", i);
+		snprintf(js, sizeof(js), "alias%zu.json", i);
+		sensor_knobs("10000", "0");
+		CU_ASSERT_EQUAL_FATAL(record(name, c[i].workload, "1.5"), 0);
+		CU_ASSERT_EQUAL_FATAL(spmtap(NULL, "characterize", path(name), "--json", path(js), NULL, NULL), 0);
+		json_t *j = load_json(path(js));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+		const char *k;
+		json_t *s;
+		json_object_foreach(json_object_get(j, "signals"), k, s) {
+			bool got = json_is_true(json_object_get(s, "aliasing"));
+			if (got != c[i].aliased)
+				fprintf(stderr, "\n    %s, %s: aliasing %s, update %.2f ms ", c[i].workload, k,
+					got ? "true" : "false", num(s, "update_interval_ms"));
+			CU_ASSERT_EQUAL(got, c[i].aliased);
+			CU_ASSERT(within(num(s, "update_interval_ms"), 10, 1, "update_interval_ms"));
+			if (c[i].aliased)
+				CU_ASSERT(json_is_null(json_object_get(s, "delay_ms")));
+		}
+		json_decref(j);
+	}
+	sensor_knobs("1000", "0");
+}
+
+/* ---- pictures ------------------------------------------------------------------- */
+
+static const char *artefact(const char *name)
+{
+	const char *a = getenv("SPMTAP_ARTEFACTS");
+	if (!a || !*a)
+		return path(name);
+	static char buf[2][PATH_MAX];
+	static int k;
+	k ^= 1;
+	mkdir(a, 0755);
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", a, name);
+	return buf[k];
+}
+
+/* The figure spmtap draws for GPU 0 of the recording, for its layout (where bands must be). */
+static void figure_layout(struct recording **r, struct plot_layout *L, size_t *loads)
+{
+	char err[512];
+	struct sa_trace *tr = NULL;
+	struct sa_report *rep = NULL;
+	struct plot_figure *f;
+	struct fig_data *d;
+	char *buf;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(rec_load(path("square"), r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_sensor_trace(*r, &buf, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(sa_trace_parse(buf, len, "square", &tr, err, sizeof(err)), 0);
+	free(buf);
+	CU_ASSERT_EQUAL_FATAL(sa_report_compute(tr, &(*r)->phases, &rep, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(fig_build(*r, 0, tr, rep, NULL, &f, &d, NULL, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, L, err, sizeof(err)), 0);
+	*loads = 0;
+	for (size_t i = 0; i < (*r)->phases.n; i++)
+		*loads += !strcmp((*r)->phases.v[i].name, "load");
+	plot_figure_free(f);
+	fig_data_free(d);
+	sa_report_free(rep);
+	sa_trace_free(tr);
+}
+
+/* Panels (counters, then power) with one band per load phase, each where its phase is. */
+static void check_pixels(const struct browser_image *img, const struct recording *r, const struct plot_layout *L,
+			 int panels, const char *what)
+{
+	struct browser_panel p[8];
+	int n = browser_find_panels(img, PLOT_RGB_AXIS, 40, p, 8);
+	if (n != panels)
+		fprintf(stderr, "\n    %s: %d panels, %d expected ", what, n, panels);
+	CU_ASSERT_EQUAL(n, panels);
+	for (int i = 0; i < n && i < 8; i++) {
+		struct browser_run runs[64];
+		int nb = browser_panel_bands(img, &p[i], PLOT_RGB_PHASE_ON_WHITE, 12, runs, 64);
+		double w = p[i].right - p[i].left + 1;
+		size_t k = 0, bad = 0;
+		for (size_t ph = 0; ph < r->phases.n; ph++) {
+			const struct sa_phase *x = &r->phases.v[ph];
+			if (strcmp(x->name, "load"))
+				continue;
+			double mid = p[i].left + w * ((double)(x->start_ns + x->end_ns) / 2 - (double)L->t0_ns) /
+							 (double)(L->t1_ns - L->t0_ns);
+			if (k >= (size_t)nb || k >= 64 || fabs((runs[k].from + runs[k].to) / 2.0 - mid) > 4)
+				bad++;
+			k++;
+		}
+		if (nb != (int)k || bad)
+			fprintf(stderr, "\n    %s: panel %d: %d bands for %zu load phases, %zu misplaced ", what, i, nb, k,
+				bad);
+		CU_ASSERT_EQUAL(nb, (int)k);
+		CU_ASSERT_EQUAL(bad, 0);
+	}
+}
+
+static void html_in_chromium(void)
+{
+	const char *html = artefact("report-emulated.html"), *shot = artefact("report-emulated-screenshot.png");
+	CU_ASSERT_FATAL(square());
+	CU_ASSERT_EQUAL_FATAL(spmtap(NULL, "report", path("square"), "--html", html, NULL, NULL), 0);
+	struct recording *r;
+	struct plot_layout L;
+	size_t loads;
+	figure_layout(&r, &L, &loads);
+	char *dom = NULL, err[512], buf[512];
+	int rc = browser_load(html, 1280, 1400, shot, &dom, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	const char *end;
+	const char *h1 = browser_dom_find(dom, "h1", "id", "title", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h1);
+	browser_dom_text(h1, end, buf, sizeof(buf));
+	char want[PATH_MAX + 32];
+	snprintf(want, sizeof(want), "spmtap report: %s", r->base);
+	CU_ASSERT_STRING_EQUAL(buf, want);
+	/* the characterisation: one row per signal (energy, power_cur) */
+	const char *t = browser_dom_find(dom, "table", "class", "characterization", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	const char *tb = browser_dom_find(t, "tbody", NULL, NULL, &end);
+	CU_ASSERT_EQUAL(browser_dom_count(tb, end, "tr"), 2);
+	/* the phases: one row each */
+	t = browser_dom_find(dom, "table", "class", "phases", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	tb = browser_dom_find(t, "tbody", NULL, NULL, &end);
+	CU_ASSERT_EQUAL(browser_dom_count(tb, end, "tr"), (int)r->phases.n);
+	/* GPU 0's figure as inline SVG, its counter and metric tables */
+	const char *fig = browser_dom_find(dom, "figure", "class", "gpu", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fig);
+	CU_ASSERT_EQUAL(browser_dom_count(fig, end, "svg"), 1);
+	CU_ASSERT_PTR_NULL(browser_dom_find(end, "figure", "class", "gpu", &end));
+	CU_ASSERT_PTR_NOT_NULL(browser_dom_find(dom, "table", "id", "counters-gpu0", &end));
+	CU_ASSERT_PTR_NOT_NULL(browser_dom_find(dom, "table", "id", "metrics-gpu0", &end));
+	CU_ASSERT_FALSE(browser_dom_dup_id(dom, buf, sizeof(buf)));
+	CU_ASSERT_EQUAL(browser_dom_count(dom, dom + strlen(dom), "script"), 0);
+	free(dom);
+	/* as a person sees it: SQ_WAVES, SQ_BUSY_CYCLES and power, a band per load phase in each */
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	check_pixels(&img, r, &L, 3, "HTML report");
+	browser_image_free(&img);
+	rec_free(r);
+}
+
+static void png_in_chromium(void)
+{
+	const char *png = artefact("plot-emulated.png"), *shot = artefact("plot-emulated-in-chromium.png");
+	CU_ASSERT_FATAL(square());
+	CU_ASSERT_EQUAL_FATAL(spmtap(NULL, "plot", path("square"), "-o", png, NULL, NULL), 0);
+	struct recording *r;
+	struct plot_layout L;
+	size_t loads;
+	figure_layout(&r, &L, &loads);
+	char err[512];
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(png, &img, err, sizeof(err)), 0);
+	int w = img.w, h = img.h;
+	check_pixels(&img, r, &L, 3, "PNG");
+	browser_image_free(&img);
+	int rc = browser_load(png, w + 80, h + 80, shot, NULL, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	check_pixels(&img, r, &L, 3, "PNG in Chromium");
+	browser_image_free(&img);
+	rec_free(r);
+}
+
+/* A recording without phases or sensors still reports, and says what is missing. */
+static void bare_recording(void)
+{
+	char bin[PATH_MAX];
+	snprintf(bin, sizeof(bin), "%s/spmtap", testenv_build_dir());
+	const char *argv[] = { bin, "record", "--spm", "SQ_WAVES", "-d", path("bare"), "--duration", "0.3", NULL };
+	CU_ASSERT_EQUAL_FATAL(run(argv, NULL, path("record.err")), 0);
+	CU_ASSERT_EQUAL(spmtap(NULL, "report", path("bare"), "--json", path("bare.json"), NULL, NULL), 0);
+	/* a metric over a counter the recording lacks names it and suggests the one it has */
+	expect_failure = true;
+	CU_ASSERT_EQUAL(spmtap(NULL, "report", path("bare"), "--metric", "x=SQ_WAVE/2", NULL, NULL), 1);
+	expect_failure = false;
+	FILE *f = fopen(path("cli.err"), "r");
+	char line[4096] = "";
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	line[fread(line, 1, sizeof(line) - 1, f)] = 0;
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(line, "SQ_WAVE"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(line, "SQ_WAVES"));
+	/* characterize needs power: the recording has none */
+	CU_ASSERT_EQUAL(spmtap(NULL, "characterize", path("bare"), "--json", path("bare-c.json"), NULL, NULL), 0);
+	json_t *j = load_json(path("bare-c.json"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	CU_ASSERT_EQUAL(json_object_size(json_object_get(j, "signals")), 0);
+	json_decref(j);
+}
+
+int main(int argc, char **argv)
+{
+	testenv_under_emu(argc, argv, PROFILE, NULL);
+	if (!mkdtemp(dir))
+		return 1;
+	static const struct testenv_case cases[] = {
+		{ "characterize", characterize, NULL },
+		{ "report_energy", report_energy, NULL },
+		{ "delayed_energy", delayed_energy, NULL },
+		{ "html_in_chromium", html_in_chromium, browser_requires },
+		{ "png_in_chromium", png_in_chromium, browser_requires },
+		{ "aliasing", aliasing, NULL },
+		{ "bare_recording", bare_recording, NULL },
+		{ NULL, NULL, NULL },
+	};
+	int rc = testenv_run_suite("analysis_emu", cases, argc, argv);
+	if (!getenv("SPMTAP_KEEP_TMP")) {
+		char cmd[PATH_MAX + 16];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0 && !rc)
+			rc = 1;
+	}
+	return rc;
+}
