@@ -553,6 +553,17 @@ static void bare_recording(void)
 	const char *argv[] = { bin, "record", "--spm", "SQ_WAVES", "-d", path("bare"), "--duration", "0.3", NULL };
 	CU_ASSERT_EQUAL_FATAL(run(argv, NULL, path("record.err")), 0);
 	CU_ASSERT_EQUAL(spmtap(NULL, "report", path("bare"), "--json", path("bare.json"), NULL, NULL), 0);
+	/* no phases: the whole recording is one, with its counters */
+	json_t *b = load_json(path("bare.json"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	json_t *ph = json_object_get(b, "phases");
+	CU_ASSERT_EQUAL(json_array_size(ph), 1);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(ph, 0), "name")), "recording");
+	CU_ASSERT(json_is_null(json_object_get(json_array_get(ph, 0), "energy_j")));
+	json_t *w = json_object_get(json_object_get(json_object_get(json_object_get(json_object_get(
+		json_array_get(ph, 0), "gpus"), "0"), "counters"), "SQ_WAVES"), "total");
+	CU_ASSERT(json_is_number(w) && json_number_value(w) > 0);
+	json_decref(b);
 	/* a metric over a counter the recording lacks names it and suggests the one it has */
 	expect_failure = true;
 	CU_ASSERT_EQUAL(spmtap(NULL, "report", path("bare"), "--metric", "x=SQ_WAVE/2", NULL, NULL), 1);

@@ -12,6 +12,7 @@
  * phase (analyze-counters.c) to the spec's report.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -189,6 +190,51 @@ static int recording_trace(const char *cmd, struct ana_in *in)
 	return EXIT_OK;
 }
 
+static void span(const struct rec_table *t, int64_t *lo, int64_t *hi)
+{
+	if (!t->n)
+		return;
+	*lo = t->t_ns[0] < *lo ? t->t_ns[0] : *lo;
+	*hi = t->t_ns[t->n - 1] > *hi ? t->t_ns[t->n - 1] : *hi;
+}
+
+/*
+ * A recording without phases still has totals worth reporting: one phase
+ * over all of it, so counters and energy come out as a whole.  With an
+ * energy counter the phase is its span, where the energy is defined (the
+ * spec's energy_j is null past the first and last kept readings); without
+ * one, the span of all the data.
+ */
+static int whole_recording(const struct recording *r, const struct sa_trace *tr, struct sa_phases *out)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	int j = sa_trace_first_j(tr);
+	const struct sa_signal *e = j >= 0 ? sa_trace_signal(tr, (size_t)j) : NULL;
+	if (e && e->nkept >= 2) {
+		lo = e->kept_t[0];
+		hi = e->kept_t[e->nkept - 1] - 1;
+	} else {
+		for (uint32_t i = 0; i < r->ngpu; i++) {
+			span(&r->gpu[i].smi, &lo, &hi);
+			for (uint32_t x = 0; x < r->gpu[i].nspm; x++)
+				span(&r->gpu[i].spm[x], &lo, &hi);
+		}
+	}
+	if (lo >= hi)
+		return -ENODATA;
+	out->v = calloc(1, sizeof(*out->v));
+	if (!out->v || !(out->v[0].name = strdup("recording"))) {
+		free(out->v);
+		out->v = NULL;
+		return -ENOMEM;
+	}
+	/* [lo, hi + 1): the last sample's timestamp belongs to it */
+	out->v[0].start_ns = lo;
+	out->v[0].end_ns = hi + 1;
+	out->n = 1;
+	return 0;
+}
+
 /* Parse the inputs; warnings are printed, errors too.  An exit status. */
 static int load_inputs(const char *cmd, const struct ana_args *a, struct ana_in *in)
 {
@@ -221,9 +267,14 @@ static int load_inputs(const char *cmd, const struct ana_args *a, struct ana_in 
 		return EXIT_FAIL;
 	}
 	in->ph = a->phases ? &in->own : &in->rec->phases;
-	if (!in->ph->n)
+	if (!in->ph->n && in->rec && whole_recording(in->rec, in->tr, &in->own) == 0) {
+		in->ph = &in->own;
+		fprintf(stderr, "spmtap %s: note: %s has no phases (record with --phases or markers, or give "
+			"--phases): the whole recording is one phase, \"%s\"\n", cmd, in->what, in->own.v[0].name);
+	} else if (!in->ph->n) {
 		fprintf(stderr, "spmtap %s: note: %s has no phases (record with --phases or markers, or give "
 			"--phases)\n", cmd, in->what);
+	}
 	return EXIT_OK;
 }
 

@@ -253,8 +253,8 @@ int record_session(const struct rec_opts *o)
 		return st;
 	}
 	const char *name = o->out ? o->out : "spmtap";
-	if (o->dir && mkdir(o->dir, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "spmtap record: %s: %s\n", o->dir, strerror(errno));
+	if (o->dir && session_make_dir(o->dir, err, sizeof(err)) < 0) {
+		fprintf(stderr, "spmtap record: %s\n", err);
 		cli_target_free(&t);
 		return EXIT_FAIL;
 	}

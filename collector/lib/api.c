@@ -299,6 +299,27 @@ int session_parse_smi(const char *spec, uint32_t *mask, char *err, size_t errlen
 	return rc;
 }
 
+int session_make_dir(const char *dir, char *err, size_t errlen)
+{
+	char p[4096];
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int)sizeof(p))
+		return spmtap_seterr(err, errlen, ENAMETOOLONG, "%s: %s", dir, strerror(ENAMETOOLONG));
+	/* Each parent in turn; one we may not create but which exists is fine, the last must be made. */
+	for (char *q = p + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = 0;
+		if (mkdir(p, 0755) < 0 && errno != EEXIST && errno != EACCES && errno != EROFS) {
+			int e = errno;
+			return spmtap_seterr(err, errlen, e, "%s: %s", p, strerror(e));
+		}
+		*q = '/';
+	}
+	if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		return spmtap_seterr(err, errlen, errno, "%s: %s", dir, strerror(errno));
+	return 0;
+}
+
 int session_parse_formats(const char *spec, const struct writer_ops **out, size_t *n, char *err,
 			  size_t errlen)
 {
@@ -362,8 +383,8 @@ int spmtap_session_open(struct spmtap_session **out, const struct spmtap_session
 		rc = session_parse_smi(o->smi, &smi, A->err, sizeof(A->err));
 	if (!rc)
 		rc = session_parse_formats(o->formats, A->fmts, &nfmt, A->err, sizeof(A->err));
-	if (!rc && o->dir && *o->dir && mkdir(o->dir, 0755) < 0 && errno != EEXIST)
-		rc = spmtap_seterr(A->err, sizeof(A->err), errno, "%s: %s", o->dir, strerror(errno));
+	if (!rc && o->dir && *o->dir)
+		rc = session_make_dir(o->dir, A->err, sizeof(A->err));
 	if (!rc) {
 		struct session_opts so = {
 			.devs = o->devices->devs, .ndev = o->devices->n, .gpus = A->gpus, .ngpus = ng,

@@ -134,6 +134,8 @@ void session_close(struct session *s);
  * dropped).  0, or -errno with a sentence in err.
  */
 int session_parse_smi(const char *spec, uint32_t *mask, char *err, size_t errlen);
+/* The output directory and its missing parents (mkdir -p), 0755; 0 or -errno with "DIR: reason". */
+int session_make_dir(const char *dir, char *err, size_t errlen);
 int session_parse_formats(const char *spec, const struct writer_ops **out, size_t *n, char *err,
 			  size_t errlen);
 
