@@ -287,12 +287,9 @@ static void check_report(const char *rec, const char *workload)
 	/* the kept readings the method used, for what it unavoidably makes */
 	struct recording *r;
 	struct sa_trace *tr;
-	char err[512], *buf;
-	size_t len;
+	char err[512];
 	CU_ASSERT_EQUAL_FATAL(rec_load(path(rec), &r, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(rec_sensor_trace(r, &buf, &len, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(sa_trace_parse(buf, len, rec, &tr, err, sizeof(err)), 0);
-	free(buf);
+	CU_ASSERT_EQUAL_FATAL(rec_trace(r, &tr, err, sizeof(err)), 0);
 	const struct sa_signal *es = sa_trace_signal(tr, (size_t)sa_trace_first_j(tr));
 	json_t *phases = json_object_get(j, "phases");
 	size_t n = json_array_size(phases), checked = 0, within1 = 0, confident = 0;
@@ -421,12 +418,8 @@ static void figure_layout(struct recording **r, struct plot_layout *L, size_t *l
 	struct sa_report *rep = NULL;
 	struct plot_figure *f;
 	struct fig_data *d;
-	char *buf;
-	size_t len;
 	CU_ASSERT_EQUAL_FATAL(rec_load(path("square"), r, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(rec_sensor_trace(*r, &buf, &len, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(sa_trace_parse(buf, len, "square", &tr, err, sizeof(err)), 0);
-	free(buf);
+	CU_ASSERT_EQUAL_FATAL(rec_trace(*r, &tr, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(sa_report_compute(tr, &(*r)->phases, &rep, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(fig_build(*r, 0, tr, rep, NULL, &f, &d, NULL, 0, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, L, err, sizeof(err)), 0);

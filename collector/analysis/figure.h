@@ -33,7 +33,7 @@ struct fig_data;
 
 /*
  * The figure of GPU `gpu` of r.  tr/rep: the recording's sensor trace and
- * report (rec_sensor_trace, sa_report_compute), or NULL without sensors.
+ * report (rec_trace, sa_report_compute), or NULL without sensors.
  * *note says what was left out ("14 counters: the first 5 drawn"), or "".
  */
 int fig_build(const struct recording *r, uint32_t gpu, const struct sa_trace *tr, const struct sa_report *rep,

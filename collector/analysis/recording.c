@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "collector/analysis/recording.h"
+#include "collector/analysis/sensor_trace.h"
 #include "log.h"
 
 #define REC_MAX_COLS 1024
@@ -559,6 +560,19 @@ int rec_sensor_trace_write(const struct recording *r, const char *path, char *er
 		if (w != len)
 			rc = spmtap_seterr(err, errlen, e ? e : EIO, "%s: %s", path, strerror(e ? e : EIO));
 	}
+	free(buf);
+	return rc;
+}
+
+int rec_trace(const struct recording *r, struct sa_trace **tr, char *err, size_t errlen)
+{
+	char *buf;
+	size_t len;
+	*tr = NULL;
+	int rc = rec_sensor_trace(r, &buf, &len, err, errlen);
+	if (rc)
+		return rc;
+	rc = sa_trace_parse(buf, len, r->base, tr, err, errlen);
 	free(buf);
 	return rc;
 }

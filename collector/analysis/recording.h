@@ -78,4 +78,8 @@ int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *e
 /* The same into a file. */
 int rec_sensor_trace_write(const struct recording *r, const char *path, char *err, size_t errlen);
 
+struct sa_trace;
+/* rec_sensor_trace() parsed into a trace (sensor_trace.h); -ENOENT without power or energy. */
+int rec_trace(const struct recording *r, struct sa_trace **tr, char *err, size_t errlen);
+
 #endif

@@ -172,16 +172,12 @@ static void inputs_free(struct ana_in *in)
 /* A recording's sensor trace, or an empty one when it has no power or energy. */
 static int recording_trace(const char *cmd, struct ana_in *in)
 {
-	char err[512], *buf;
-	size_t len;
-	int rc = rec_sensor_trace(in->rec, &buf, &len, err, sizeof(err));
+	char err[512];
+	int rc = rec_trace(in->rec, &in->tr, err, sizeof(err));
 	if (rc == -ENOENT) {
 		fprintf(stderr, "spmtap %s: note: %s has no power or energy series (record with --smi power,energy)\n",
 			cmd, in->rec->base);
 		rc = sa_trace_new(&in->tr, err, sizeof(err));
-	} else if (rc == 0) {
-		rc = sa_trace_parse(buf, len, in->rec->base, &in->tr, err, sizeof(err));
-		free(buf);
 	}
 	if (rc) {
 		fprintf(stderr, "spmtap %s: %s\n", cmd, err);

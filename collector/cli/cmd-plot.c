@@ -60,17 +60,10 @@ static void per_gpu_path(const char *out, uint32_t gpu, char *buf, size_t len)
 int cli_rec_analysis(const struct recording *r, struct sa_trace **tr, struct sa_report **rep, char *err,
 		     size_t errlen)
 {
-	*tr = NULL;
 	*rep = NULL;
-	char *buf;
-	size_t len;
-	int rc = rec_sensor_trace(r, &buf, &len, err, errlen);
+	int rc = rec_trace(r, tr, err, errlen);
 	if (rc == -ENOENT)
 		return 0;
-	if (rc)
-		return rc;
-	rc = sa_trace_parse(buf, len, r->base, tr, err, errlen);
-	free(buf);
 	if (!rc)
 		rc = sa_report_compute(*tr, &r->phases, rep, err, errlen);
 	if (rc) {

@@ -63,14 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct recording *r;
 	if (rec_load(base, &r, err, sizeof(err)))
 		return 0;
-	char *buf;
-	size_t len;
 	struct sa_trace *tr = NULL;
-	if (!rec_sensor_trace(r, &buf, &len, err, sizeof(err))) {
-		if (sa_trace_parse(buf, len, "rec", &tr, err, sizeof(err)))
-			tr = NULL;
-		free(buf);
-	}
+	if (rec_trace(r, &tr, err, sizeof(err)))
+		tr = NULL;
 	struct pc_result *pc;
 	if (!pc_compute(r, &r->phases, NULL, &pc, err, sizeof(err)))
 		pc_free(pc);
