@@ -717,26 +717,36 @@ static void test_raw_redecode(void)
 		if (st)
 			fprintf(stderr, "\n%s\n", msg);
 		CU_ASSERT_EQUAL_FATAL(st, 0);
-		free(msg);
 		const char *dec[] = { "decode", "-o", path("f.csv"), path("f.raw"), NULL };
 		st = run(dec, NULL, path("f2.err"));
-		msg = slurp(path("f2.err"));
+		char *dmsg = slurp(path("f2.err"));
 		if (st)
-			fprintf(stderr, "\n%s\n", msg);
+			fprintf(stderr, "\n%s\n", dmsg);
 		CU_ASSERT_EQUAL(st, 0);
-		free(msg);
 		struct csv c;
 		struct truth t;
 		CU_ASSERT_TRUE_FATAL(csv_load(path("f.csv"), &c));
 		CU_ASSERT_TRUE_FATAL(truth_load(path("f.truth"), &t));
 		struct match m;
 		match_csv(&c, &t, emu_gpu_id(profiles[i]), catalog_of(i ? "gfx90a" : "gfx942"), &m);
-		if (m.first[0] || m.missing)
-			fprintf(stderr, "\n  %s: %s; missing %zu leading %zu trailing %zu\n", profiles[i],
-				m.first, m.missing, m.leading, m.trailing);
+		/*
+		 * A recorder that cannot keep up (a sanitized build, a loaded machine)
+		 * loses samples in the kernel; that is allowed when it is said, by
+		 * record and by decode, and decode's count is the truth's.
+		 */
+		const char *tot = strstr(dmsg, "samples lost in total");
+		const char *tilde = tot ? memrchr(dmsg, '~', (size_t)(tot - dmsg)) : NULL;
+		uint64_t said = tilde ? strtoull(tilde + 1, NULL, 10) : 0;
+		if (m.first[0] || m.missing != said)
+			fprintf(stderr, "\n  %s: %s; missing %zu (decode said %" PRIu64 ") leading %zu trailing %zu\n%s%s",
+				profiles[i], m.first, m.missing, said, m.leading, m.trailing, msg, dmsg);
 		CU_ASSERT(m.rows > 0);
 		CU_ASSERT_EQUAL(m.matched, m.rows);
-		CU_ASSERT_EQUAL(m.missing, 0);
+		CU_ASSERT_EQUAL(m.missing, said);
+		if (m.missing)
+			CU_ASSERT_PTR_NOT_NULL(strstr(msg, "DATA LOSS"));
+		free(msg);
+		free(dmsg);
 		/* per-SE columns survive the container: SQ_WAVES[se0].. */
 		bool per_se = false;
 		for (uint32_t k = 0; k < c.ncols; k++)

@@ -932,6 +932,13 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		}
 		if (g->f)
 			feeder_request_stop(g->f);
+		/*
+		 * Sensors end with the counters, not after the drain: a drain that
+		 * takes seconds (a slow disk, a sanitized build) would otherwise
+		 * leave a tail of power readings the counters have no part in.
+		 */
+		if (g->smi)
+			smi_sampler_stop(g->smi);
 	}
 	for (size_t i = 0; i < S->ng; i++) {
 		struct sgpu *g = &S->g[i];
@@ -948,8 +955,6 @@ int session_stop(struct session *S, char *err, size_t errlen)
 				set_error(S, rc, g->fs.errmsg);
 		}
 		prime_free(&g->prime);
-		if (g->smi)
-			smi_sampler_stop(g->smi);
 	}
 	if (S->clock_running) {
 		pthread_mutex_lock(&S->lock);
