@@ -138,7 +138,7 @@ static void test_install_build_run(void)
 
 	snprintf(cmd, sizeof(cmd),
 		 "env -u LD_PRELOAD PKG_CONFIG_PATH='%s/lib/pkgconfig' sh -c 'cc -std=c11 -Wall -Wextra "
-		 "-Werror -o \"$0\" \"$1\" $(pkg-config --cflags --libs spmtap) -Wl,-rpath,\"$2\"' "
+		 "-Werror" TESTENV_APP_SAN " -o \"$0\" \"$1\" $(pkg-config --cflags --libs spmtap) -Wl,-rpath,\"$2\"' "
 		 "'%s/record_example' '%s/examples/record_example.c' '%s/lib' 2>&1",
 		 prefix, prefix, find_root(), prefix);
 	st = run(cmd, out, sizeof(out));

@@ -354,19 +354,6 @@ static const char *src_dir(void)
 	return d;
 }
 
-/*
- * A sanitized build's libspmtap needs the sanitizer's runtime in the app
- * too; the compilers themselves must not get the suite's preloaded
- * (sanitized) emulator shim.
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define APP_SAN " -fsanitize=address,undefined"
-#elif defined(__SANITIZE_THREAD__)
-#define APP_SAN " -fsanitize=thread"
-#else
-#define APP_SAN ""
-#endif
-
 /* Compile an application (cmd, run in the temp dir), record it, count its "lang/step" regions. */
 static void other_language(const char *exe, const char *src_name, const char *src, const char *cmd)
 {
@@ -397,7 +384,7 @@ static void other_language(const char *exe, const char *src_name, const char *sr
 static void test_cxx(void)
 {
 	char cmd[3 * PATH_MAX];
-	snprintf(cmd, sizeof(cmd), "g++ -Wall -Werror" APP_SAN " -I'%s/include' -o cxxapp app.cc -L'%s' -lspmtap -Wl,-rpath,'%s'",
+	snprintf(cmd, sizeof(cmd), "g++ -Wall -Werror" TESTENV_APP_SAN " -I'%s/include' -o cxxapp app.cc -L'%s' -lspmtap -Wl,-rpath,'%s'",
 		 src_dir(), testenv_build_dir(), testenv_build_dir());
 	other_language("cxxapp", "app.cc",
 		       "#include \"spmtap.h\"\n"
@@ -414,8 +401,8 @@ static void test_fortran(void)
 {
 	char cmd[3 * PATH_MAX];
 	snprintf(cmd, sizeof(cmd),
-		 "gfortran" APP_SAN " -c -o spmtap_markers.o '%s/include/spmtap_markers.f90' && "
-		 "gfortran" APP_SAN " -o fapp app.f90 spmtap_markers.o -L'%s' -lspmtap -Wl,-rpath,'%s'",
+		 "gfortran" TESTENV_APP_SAN " -c -o spmtap_markers.o '%s/include/spmtap_markers.f90' && "
+		 "gfortran" TESTENV_APP_SAN " -o fapp app.f90 spmtap_markers.o -L'%s' -lspmtap -Wl,-rpath,'%s'",
 		 src_dir(), testenv_build_dir(), testenv_build_dir());
 	other_language("fapp", "app.f90",
 		       "program app\n"

@@ -275,7 +275,8 @@ static void test_truth(void)
 	fprintf(stderr, "\n    clock pairs net of the pairs' own skew: max %.1f ns, rms %.1f ns ", pn.max,
 		err_rms(&pn));
 	CU_ASSERT(pn.max < 1000.0);
-	CU_ASSERT(pe.max < 2000.0);
+	/* total: on top, what the pairs' own BOOTTIME-RAW skew adds (microseconds under TSan) */
+	CU_ASSERT(pe.max < 2000.0 + po.max);
 	session_close(S); /* releases SPM: the emulator flushes its sample truth */
 
 	/* 2. every SPM sample written: host_ns vs the truth of its ticks */

@@ -43,4 +43,18 @@ struct testenv_case {
  */
 int testenv_run_suite(const char *suite, const struct testenv_case *cases, int argc, char **argv);
 
+/*
+ * Compiler flags for a program a suite builds and runs against this build's
+ * libspmtap: a sanitized library needs the sanitizer's runtime in the
+ * program too.  Run such compilers without LD_PRELOAD: under the emulator
+ * the suite preloads its (sanitized) shim, which a compiler cannot load.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define TESTENV_APP_SAN " -fsanitize=address,undefined"
+#elif defined(__SANITIZE_THREAD__)
+#define TESTENV_APP_SAN " -fsanitize=thread"
+#else
+#define TESTENV_APP_SAN ""
+#endif
+
 #endif
