@@ -154,7 +154,7 @@ static bool within(double got, double want, double tol, const char *what)
 {
 	bool ok = isfinite(got) && fabs(got - want) <= tol;
 	if (!ok)
-		fprintf(stderr, "\n    %s: %.4f, truth %.4f, allowed +-%.4f ", what, got, want, tol);
+		fprintf(stderr, "\n    %s: %.6g, truth %.6g, allowed +-%.3g ", what, got, want, tol);
 	return ok;
 }
 
@@ -347,6 +347,76 @@ static void report_energy(void)
 {
 	CU_ASSERT_FATAL(square());
 	check_report("square", SQUARE);
+}
+
+/*
+ * Metrics sample by sample agree with the same metric over a phase: a
+ * phase's WavesPerCycle is its waves over its cycles, and every sample
+ * covers the same interval, so it is the mean of the samples' values, up
+ * to the edge samples (each XCC's own timestamps decide which phase its
+ * edge sample belongs to; the series places the k-th sample of every XCC
+ * at XCC 0's time).
+ */
+static void metric_series(void)
+{
+	CU_ASSERT_FATAL(square());
+	CU_ASSERT_EQUAL_FATAL(spmtap(NULL, "report", path("square"), "--json", path("ms.json"), NULL, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(spmtap(NULL, "export", "--metric-series", path("ms.csv"), path("square"), NULL, NULL), 0);
+	json_t *j = load_json(path("ms.json"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+	FILE *f = fopen(path("ms.csv"), "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	char line[512];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fgets(line, sizeof(line), f));
+	CU_ASSERT_STRING_EQUAL(strtok(line, ",\n"), "gpu");
+	CU_ASSERT_STRING_EQUAL(strtok(NULL, ",\n"), "host_ns");
+	int col = -1; /* WavesPerCycle's index among the metric cells */
+	for (int k = 0; col < 0; k++) {
+		const char *name = strtok(NULL, ",\n");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+		if (!strcmp(name, "WavesPerCycle"))
+			col = k;
+	}
+	json_t *phases = json_object_get(j, "phases");
+	size_t np = json_array_size(phases), checked = 0;
+	double *sum = calloc(np, sizeof(double)), vmax = 0;
+	size_t short_rows = 0;
+	size_t *cnt = calloc(np, sizeof(size_t));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ',');
+		int64_t t = strtoll(p + 1, &p, 10); /* p: the comma before metric 0 */
+		for (int k = 0; k < col && p; k++)
+			p = strchr(p + 1, ',');
+		if (!p) {
+			short_rows++;
+			continue;
+		}
+		double v = strtod(p + 1, NULL);
+		vmax = fmax(vmax, v);
+		for (size_t i = 0; i < np; i++) {
+			json_t *ph = json_array_get(phases, i);
+			if (t >= json_integer_value(json_object_get(ph, "start_ns")) &&
+			    t < json_integer_value(json_object_get(ph, "end_ns"))) {
+				sum[i] += v;
+				cnt[i]++;
+			}
+		}
+	}
+	fclose(f);
+	CU_ASSERT_EQUAL(short_rows, 0);
+	for (size_t i = 0; i < np; i++) {
+		json_t *m = json_object_get(json_object_get(json_object_get(json_object_get(json_array_get(phases, i),
+				"gpus"), "0"), "metrics"), "WavesPerCycle");
+		if (!cnt[i] || !json_is_number(m))
+			continue;
+		double want = json_number_value(m), got = sum[i] / (double)cnt[i];
+		CU_ASSERT(within(got, want, 2 * vmax / (double)cnt[i], "mean of the samples' WavesPerCycle"));
+		checked++;
+	}
+	CU_ASSERT(checked >= np - 1);
+	free(sum);
+	free(cnt);
+	json_decref(j);
 }
 
 /* An energy counter 3 ms late: its delay is recovered, and phase energies are as good as the method allows. */
@@ -600,6 +670,7 @@ int main(int argc, char **argv)
 	static const struct testenv_case cases[] = {
 		{ "characterize", characterize, NULL },
 		{ "report_energy", report_energy, NULL },
+		{ "metric_series", metric_series, NULL },
 		{ "delayed_energy", delayed_energy, NULL },
 		{ "html_in_chromium", html_in_chromium, browser_requires },
 		{ "png_in_chromium", png_in_chromium, browser_requires },

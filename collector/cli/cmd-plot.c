@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* spmtap plot (a recording's figures) and spmtap export (its sensor trace). */
 #include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector/analysis/figure.h"
+#include "collector/analysis/phase_counters.h"
 #include "collector/analysis/recording.h"
 #include "collector/analysis/report.h"
 #include "collector/cli/cli.h"
+#include "log.h"
 
 const char cmd_plot_usage[] =
 	"usage: spmtap plot RECORDING -o FILE.{svg,png,pdf} [--phase NAME]... [--size WxH]\n"
@@ -35,17 +40,24 @@ const char cmd_plot_usage[] =
 
 const char cmd_export_usage[] =
 	"usage: spmtap export --sensor-trace OUT.csv RECORDING\n"
+	"       spmtap export --metric-series OUT.csv RECORDING [--metric NAME=EXPR]...\n"
+	"                     [--metrics FILE]... [--no-builtin-metrics]\n"
 	"\n"
-	"Write a recording's power and energy series as a spmtap-sensor-trace v1\n"
-	"CSV (docs/formats/sensor-trace.md): energy as NAME[J], power readings as\n"
-	"NAME[W], each with NAME[ts_ns] from the sensor's own timestamp when the\n"
-	"source has one.  `spmtap characterize` and `spmtap report` take it with\n"
-	"--trace, like a trace converted from PAPI or AMD SMI logs.  RECORDING is\n"
-	"a directory holding one recording (record -d DIR -f csv), DIR/NAME, or\n"
-	"DIR/NAME_meta.json.  OUT.csv `-` is standard output.\n"
+	"--sensor-trace: a recording's power and energy series as a\n"
+	"spmtap-sensor-trace v1 CSV (docs/formats/sensor-trace.md): energy as\n"
+	"NAME[J], power readings as NAME[W], each with NAME[ts_ns] from the\n"
+	"sensor's own timestamp when the source has one.  `spmtap characterize`\n"
+	"and `spmtap report` take it with --trace, like a trace converted from\n"
+	"PAPI or AMD SMI logs.\n"
+	"--metric-series: derived metrics sample by sample (docs/metrics.md),\n"
+	"gpu,host_ns,<metrics>: the built-ins the recording's counters allow and\n"
+	"those given; a missing value is an empty cell.\n"
 	"\n"
-	"Exit status: 0 written; 1 unreadable recording or output error; 64 bad\n"
-	"command line.\n";
+	"RECORDING is a directory holding one recording (record -d DIR -f csv),\n"
+	"DIR/NAME, or DIR/NAME_meta.json.  OUT.csv `-` is standard output.\n"
+	"\n"
+	"Exit status: 0 written; 1 unreadable recording, a metric that does not\n"
+	"compile, or an output error; 64 bad command line.\n";
 
 /* FILE.ext -> FILE-gpuN.ext for the figures of a recording with several GPUs. */
 static void per_gpu_path(const char *out, uint32_t gpu, char *buf, size_t len)
@@ -157,34 +169,118 @@ int cmd_plot(int argc, char **argv)
 	return st;
 }
 
+/* Every GPU's metrics, sample by sample, as CSV: gpu,host_ns,<metric>... (one header per GPU's set). */
+static int write_metric_series(const struct recording *r, const char *const *defs, size_t ndefs,
+			       const char *const *files, size_t nfiles, bool no_builtins, const char *out, char *err,
+			       size_t errlen)
+{
+	bool to_stdout = !strcmp(out, "-");
+	FILE *f = to_stdout ? stdout : fopen(out, "we");
+	if (!f)
+		return spmtap_seterr(err, errlen, errno, "%s: %s", out, strerror(errno));
+	int rc = 0;
+	bool any = false;
+	for (uint32_t i = 0; !rc && i < r->ngpu; i++) {
+		const struct rec_gpu *g = &r->gpu[i];
+		if (!g->nspm || !g->spm[0].ncols)
+			continue;
+		struct mx_set *m;
+		rc = pc_metrics_for(r, g, no_builtins, defs, ndefs, files, nfiles, &m, err, errlen);
+		if (rc)
+			break;
+		size_t nm = mx_set_count(m);
+		/* A header before each GPU: GPUs of different targets have different sets. */
+		fputs("gpu,host_ns", f);
+		for (size_t k = 0; k < nm; k++) {
+			struct mx_info info;
+			mx_set_info(m, k, &info);
+			fprintf(f, ",%s", info.name);
+		}
+		fputc('\n', f);
+		for (size_t n = 0; n < pc_samples(g); n++) {
+			int64_t t = 0;
+			fprintf(f, "%u", g->index);
+			for (size_t k = 0; k < nm; k++) {
+				struct mx_value v;
+				if (pc_eval_sample(g, m, k, n, &t, &v) < 0)
+					v.missing = true;
+				if (!k)
+					fprintf(f, ",%" PRId64, t);
+				if (v.missing)
+					fputc(',', f);
+				else
+					fprintf(f, ",%.10g", v.v);
+			}
+			if (!nm)
+				fprintf(f, ",%" PRId64, g->spm[0].t_ns[n]);
+			fputc('\n', f);
+		}
+		any = true;
+		mx_set_free(m);
+	}
+	if (!rc && !any)
+		rc = spmtap_seterr(err, errlen, ENOENT, "%s has no SPM counters to derive metrics from", r->base);
+	int werr = ferror(f) ? (errno ? errno : EIO) : 0;
+	if ((to_stdout ? fflush(f) : fclose(f)) && !werr)
+		werr = errno ? errno : EIO;
+	if (!rc && werr)
+		rc = spmtap_seterr(err, errlen, werr, "%s: write failed: %s", to_stdout ? "standard output" : out,
+				   strerror(werr));
+	if (rc && !to_stdout)
+		unlink(out);
+	return rc;
+}
+
 int cmd_export(int argc, char **argv)
 {
+	enum { O_TRACE = 't', O_SERIES = 256, O_METRIC, O_METRICS, O_NOBUILTIN };
 	static const struct option opts[] = {
-		{ "sensor-trace", required_argument, NULL, 't' },
+		{ "sensor-trace", required_argument, NULL, O_TRACE },
+		{ "metric-series", required_argument, NULL, O_SERIES },
+		{ "metric", required_argument, NULL, O_METRIC },
+		{ "metrics", required_argument, NULL, O_METRICS },
+		{ "no-builtin-metrics", no_argument, NULL, O_NOBUILTIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = NULL;
+	const char *out = NULL, *series = NULL;
+	const char *defs[64], *files[64];
+	size_t ndefs = 0, nfiles = 0;
+	bool no_builtins = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 't': out = optarg; break;
+		case O_TRACE: out = optarg; break;
+		case O_SERIES: series = optarg; break;
+		case O_METRIC:
+		case O_METRICS:
+			if ((c == O_METRIC ? ndefs : nfiles) == 64) {
+				fputs("spmtap export: at most 64 --metric and 64 --metrics\n", stderr);
+				return EXIT_USAGE;
+			}
+			if (c == O_METRIC)
+				defs[ndefs++] = optarg;
+			else
+				files[nfiles++] = optarg;
+			break;
+		case O_NOBUILTIN: no_builtins = true; break;
 		case 'h': fputs(cmd_export_usage, stdout); return EXIT_OK;
 		default: fputs(cmd_export_usage, stderr); return EXIT_USAGE;
 		}
 	}
-	if (!out || optind != argc - 1) {
+	if (!out == !series || optind != argc - 1 || (out && (ndefs || nfiles || no_builtins))) {
 		fputs(cmd_export_usage, stderr);
 		return EXIT_USAGE;
 	}
 	struct recording *r;
-	char err[512];
+	char err[1024];
 	if (rec_load(argv[optind], &r, err, sizeof(err)) < 0) {
 		fprintf(stderr, "spmtap export: %s\n", err);
 		return EXIT_FAIL;
 	}
-	int rc = rec_sensor_trace_write(r, out, err, sizeof(err));
+	int rc = out ? rec_sensor_trace_write(r, out, err, sizeof(err))
+		     : write_metric_series(r, defs, ndefs, files, nfiles, no_builtins, series, err, sizeof(err));
 	rec_free(r);
 	if (rc < 0) {
 		fprintf(stderr, "spmtap export: %s\n", err);
