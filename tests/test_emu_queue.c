@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/kfd_ioctl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -135,6 +136,71 @@ static void test_kfd_objects(void)
 	CU_ASSERT_EQUAL(xioctl(kfd, _IOWR('K', 0x26, char[32]), page), ENOTTY);
 	munmap(page, 32768);
 	close(drm);
+	close(kfd);
+}
+
+struct ev_waiter {
+	int kfd;
+	uint32_t id, timeout_ms, result;
+	int rc;
+};
+
+static void *ev_wait_thread(void *arg)
+{
+	struct ev_waiter *w = arg;
+	struct kfd_event_data ed = { .event_id = w->id };
+	struct kfd_ioctl_wait_events_args a = { (uint64_t)(uintptr_t)&ed, 1, 1, w->timeout_ms, 0 };
+	w->rc = xioctl(w->kfd, AMDKFD_IOC_WAIT_EVENTS, &a);
+	w->result = a.wait_result;
+	return NULL;
+}
+
+/*
+ * amdkfd's set_event on an auto-reset event: every thread already waiting on
+ * it wakes, and the signal is not left pending for a thread that starts
+ * waiting afterwards.  ROCr's queue destruction depends on it (it sets the
+ * event its async thread waits on, then waits on it for the answer); an
+ * emulator that let the setter take its own signal deadlocked there.
+ */
+static void test_event_waiters(void)
+{
+	uint32_t ids[1] = { GA };
+	unsigned minors[1] = { 128 };
+	int kfd = kfd_open_vm(ids, minors, 1);
+	CU_ASSERT_FATAL(kfd >= 0);
+	struct kfd_ioctl_create_event_args ev = { .event_type = KFD_IOC_EVENT_SIGNAL, .auto_reset = 1 };
+	CU_ASSERT_EQUAL_FATAL(xioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &ev), 0);
+	for (int round = 0; round < 20; round++) {
+		struct ev_waiter w = { kfd, ev.event_id, 5000, 0, -1 };
+		pthread_t t;
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, ev_wait_thread, &w), 0);
+		struct timespec ts = { 0, 100 * 1000000L }; /* the thread is asleep in WAIT_EVENTS by then */
+		nanosleep(&ts, NULL);
+		struct kfd_ioctl_set_event_args se = { ev.event_id, 0 };
+		CU_ASSERT_EQUAL(xioctl(kfd, AMDKFD_IOC_SET_EVENT, &se), 0);
+		/* straight after setting it, as ROCr does: the signal was the sleeper's */
+		struct kfd_event_data ed = { .event_id = ev.event_id };
+		struct kfd_ioctl_wait_events_args a = { (uint64_t)(uintptr_t)&ed, 1, 1, 50, 0 };
+		CU_ASSERT_EQUAL(xioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &a), 0);
+		pthread_join(t, NULL);
+		CU_ASSERT_EQUAL(w.rc, 0);
+		CU_ASSERT_EQUAL(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+		CU_ASSERT_EQUAL(a.wait_result, KFD_IOC_WAIT_RESULT_TIMEOUT);
+		if (w.result != KFD_IOC_WAIT_RESULT_COMPLETE || a.wait_result != KFD_IOC_WAIT_RESULT_TIMEOUT) {
+			fprintf(stderr, "\n    round %d: the sleeper got %u, the setter's own wait %u ", round, w.result,
+				a.wait_result);
+			break;
+		}
+	}
+	/* nobody waiting: the signal stays for the next waiter, once */
+	struct kfd_ioctl_set_event_args se = { ev.event_id, 0 };
+	CU_ASSERT_EQUAL(xioctl(kfd, AMDKFD_IOC_SET_EVENT, &se), 0);
+	struct kfd_event_data ed = { .event_id = ev.event_id };
+	struct kfd_ioctl_wait_events_args a = { (uint64_t)(uintptr_t)&ed, 1, 1, 0, 0 };
+	CU_ASSERT_EQUAL(xioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &a), 0);
+	CU_ASSERT_EQUAL(a.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE);
+	CU_ASSERT_EQUAL(xioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &a), 0);
+	CU_ASSERT_EQUAL(a.wait_result, KFD_IOC_WAIT_RESULT_TIMEOUT);
 	close(kfd);
 }
 
@@ -364,6 +430,7 @@ static void test_idle_and_latency(void)
 
 static const struct testenv_case cases[] = {
 	{ "kfd_objects", test_kfd_objects, NULL },
+	{ "event_waiters", test_event_waiters, NULL },
 	{ "queue_validation", test_queue_validation, NULL },
 	{ "hsakmt_mi210", test_hsakmt_mi210, NULL },
 	{ "hsakmt_mi300a", test_hsakmt_mi300a, NULL },

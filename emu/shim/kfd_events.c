@@ -11,6 +11,7 @@
 #include <linux/kfd_ioctl.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,6 +26,24 @@ struct emu_event {
 
 static struct emu_event emu_events[EMU_MAX_EVENTS];
 static pthread_cond_t emu_event_cv = PTHREAD_COND_INITIALIZER;
+
+/*
+ * A thread inside WAIT_EVENTS, as amdkfd's kfd_event_waiter: one flag per
+ * event it waits on, set by whoever signals that event while it waits.
+ * This is what makes an auto-reset event wake every thread already waiting
+ * on it, while a signal nobody waits for stays pending for the next waiter
+ * only.  (ROCr relies on it: queue destruction sets the inactive signal's
+ * event, which its async-events thread is waiting on, and then waits on the
+ * same event itself for the handler's answer.  With a plain "signaled"
+ * flag, the destroying thread could take the first signal itself.)
+ */
+struct emu_waiter {
+	struct emu_waiter *next;
+	uint32_t n;
+	uint32_t *ids;
+	bool *act;
+};
+static struct emu_waiter *emu_waiters;
 static uint64_t *emu_event_page; /* KFD_SIGNAL_EVENT_LIMIT slots */
 uint64_t emu_ev_stat_sleeps, emu_ev_stat_irqs, emu_ev_stat_irq_set;
 
@@ -36,6 +55,20 @@ void emu_events_set_page(uint64_t *page)
 	emu_event_page = page;
 	for (uint32_t i = 0; i < KFD_SIGNAL_EVENT_LIMIT; i++)
 		emu_event_page[i] = EMU_UNSIGNALED_SLOT;
+}
+
+/* amdkfd's set_event: wake the waiters on it; stay signaled only if none took it. */
+static void emu_event_set_locked(uint32_t id)
+{
+	bool taken = false;
+	for (struct emu_waiter *w = emu_waiters; w; w = w->next)
+		for (uint32_t i = 0; i < w->n; i++)
+			if (w->ids[i] == id) {
+				w->act[i] = true;
+				taken = true;
+			}
+	emu_events[id].signaled = !emu_events[id].auto_reset || !taken;
+	pthread_cond_broadcast(&emu_event_cv);
 }
 
 /*
@@ -54,9 +87,8 @@ void emu_event_interrupt_locked(uint32_t id)
 			return;
 		__atomic_store_n(&emu_event_page[id], EMU_UNSIGNALED_SLOT, __ATOMIC_RELEASE);
 	}
-	emu_events[id].signaled = true;
+	emu_event_set_locked(id);
 	emu_ev_stat_irq_set++;
-	pthread_cond_broadcast(&emu_event_cv);
 }
 
 /* Under emu_p.lock: the process's KFD went away. */
@@ -69,6 +101,7 @@ void emu_events_teardown(void)
 
 void emu_events_after_fork(void)
 {
+	emu_waiters = NULL; /* the other threads' waits stayed in the parent */
 	memset(emu_events, 0, sizeof(emu_events));
 	emu_event_page = NULL;
 	pthread_cond_init(&emu_event_cv, NULL);
@@ -119,10 +152,20 @@ static int emu_ev_set(uint32_t id, bool val)
 		errno = EINVAL;
 		return -1;
 	}
-	emu_events[id].signaled = val;
-	pthread_cond_broadcast(&emu_event_cv);
+	if (val)
+		emu_event_set_locked(id);
+	else
+		emu_events[id].signaled = false;
 	pthread_mutex_unlock(&emu_p.lock);
 	return 0;
+}
+
+static bool emu_ev_valid(const struct kfd_event_data *ev, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (ev[i].event_id >= EMU_MAX_EVENTS || !emu_events[ev[i].event_id].used)
+			return false;
+	return true;
 }
 
 static int emu_ev_wait(struct kfd_ioctl_wait_events_args *a)
@@ -134,23 +177,43 @@ static int emu_ev_wait(struct kfd_ioctl_wait_events_args *a)
 		     (uint64_t)a->timeout * 1000000ull;
 	dl.tv_sec = (time_t)(t / 1000000000ull);
 	dl.tv_nsec = (long)(t % 1000000000ull);
+	uint32_t n = a->num_events;
+	struct emu_waiter w = { .n = n, .ids = calloc(n ? n : 1, sizeof(uint32_t)), .act = calloc(n ? n : 1, 1) };
+	if (!w.ids || !w.act) {
+		free(w.ids);
+		free(w.act);
+		errno = ENOMEM;
+		return -1;
+	}
+	int rc = 0;
 	pthread_mutex_lock(&emu_p.lock);
+	if (!emu_ev_valid(ev, n)) {
+		pthread_mutex_unlock(&emu_p.lock);
+		free(w.ids);
+		free(w.act);
+		errno = EINVAL;
+		return -1;
+	}
+	/* amdkfd's init_event_waiter: a pending signal is this waiter's, and an auto-reset event is consumed. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct emu_event *e = &emu_events[ev[i].event_id];
+		w.ids[i] = ev[i].event_id;
+		w.act[i] = e->signaled;
+		e->signaled = e->signaled && !e->auto_reset;
+	}
+	w.next = emu_waiters;
+	emu_waiters = &w;
 	for (;;) {
-		uint32_t n_sig = 0;
-		for (uint32_t i = 0; i < a->num_events; i++) {
-			uint32_t id = ev[i].event_id;
-			if (id >= EMU_MAX_EVENTS || !emu_events[id].used) {
-				pthread_mutex_unlock(&emu_p.lock);
-				errno = EINVAL;
-				return -1;
-			}
-			n_sig += emu_events[id].signaled;
-		}
-		if (a->num_events && (a->wait_for_all ? n_sig == a->num_events : n_sig > 0)) {
-			for (uint32_t i = 0; i < a->num_events; i++)
-				if (emu_events[ev[i].event_id].auto_reset)
-					emu_events[ev[i].event_id].signaled = false;
+		uint32_t n_act = 0;
+		for (uint32_t i = 0; i < n; i++)
+			n_act += w.act[i];
+		if (n && (a->wait_for_all ? n_act == n : n_act > 0)) {
 			a->wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
+			break;
+		}
+		if (!emu_ev_valid(ev, n)) { /* destroyed, or the process's KFD went away, while we slept */
+			errno = EINVAL;
+			rc = -1;
 			break;
 		}
 		if (a->timeout == 0) {
@@ -167,8 +230,15 @@ static int emu_ev_wait(struct kfd_ioctl_wait_events_args *a)
 			break;
 		}
 	}
+	for (struct emu_waiter **pp = &emu_waiters; *pp; pp = &(*pp)->next)
+		if (*pp == &w) {
+			*pp = w.next;
+			break;
+		}
 	pthread_mutex_unlock(&emu_p.lock);
-	return 0;
+	free(w.ids);
+	free(w.act);
+	return rc;
 }
 
 int emu_event_ioctl(unsigned long req, void *arg, int *handled)
