@@ -283,10 +283,8 @@ unsigned int spm_counter_width(const struct spm_counter *c)
 	return spm_counter_streamable(c) ? blocks[c->block].width : 0;
 }
 
-/* Case-insensitive Levenshtein distance; names are short (< 64). */
-static unsigned int edit_distance(const char *a, const char *b)
+unsigned int spm_edit_distance(const char *a, size_t la, const char *b, size_t lb)
 {
-	size_t la = strlen(a), lb = strlen(b);
 	unsigned int row[65];
 
 	if (la > 64 || lb > 64)
@@ -329,7 +327,7 @@ size_t spm_catalog_suggest(const struct spm_catalog *cat, const char *name,
 		max = 8;
 	for (size_t i = 0; i < n; i++) {
 		const struct spm_counter *c = spm_catalog_at(cat, i);
-		unsigned int d = edit_distance(name, c->name), s;
+		unsigned int d = spm_edit_distance(name, strlen(name), c->name, strlen(c->name)), s;
 
 		if (d <= limit)
 			s = d;

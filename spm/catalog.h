@@ -132,6 +132,11 @@ unsigned int spm_counter_width(const struct spm_counter *c); /* 16 or 32; 0 if n
  */
 int spm_catalog_lookup(const struct spm_catalog *cat, const char *name,
 		       const struct spm_counter **out, char *err, size_t errlen);
+/*
+ * Case-insensitive Levenshtein distance of a[0..la) and b[0..lb), for
+ * "did you mean" lists; names longer than 64 are 1000 away from anything.
+ */
+unsigned int spm_edit_distance(const char *a, size_t la, const char *b, size_t lb);
 /* Up to max close names (edit distance, prefix), best first. */
 size_t spm_catalog_suggest(const struct spm_catalog *cat, const char *name,
 			   const struct spm_counter **out, size_t max);

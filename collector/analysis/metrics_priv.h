@@ -154,7 +154,5 @@ int mx_find_metric(const struct mx_set *s, const char *name, size_t n);
  * best first; "" when none.
  */
 void mx_suggest(const struct mx_set *s, const char *name, size_t n, bool fn, char *out, size_t outlen);
-/* Case-insensitive Levenshtein distance, capped names of 64 bytes. */
-unsigned int mx_edit_distance(const char *a, size_t la, const char *b, size_t lb);
 
 #endif

@@ -11,38 +11,9 @@
 #include <strings.h>
 
 #include "collector/analysis/metrics_priv.h"
+#include "spm/catalog.h"
 
 #define MX_SUGGEST_MAX 3
-
-static char lower(char c)
-{
-	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-}
-
-unsigned int mx_edit_distance(const char *a, size_t la, const char *b, size_t lb)
-{
-	unsigned int row[65];
-
-	if (la > 64 || lb > 64)
-		return 1000;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = (unsigned int)j;
-	for (size_t i = 1; i <= la; i++) {
-		unsigned int diag = row[0];
-		row[0] = (unsigned int)i;
-		for (size_t j = 1; j <= lb; j++) {
-			unsigned int up = row[j];
-			unsigned int best = diag + (lower(a[i - 1]) != lower(b[j - 1]));
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[lb];
-}
 
 static bool prefix_ci(const char *s, size_t ls, const char *p, size_t lp)
 {
@@ -67,11 +38,11 @@ static void consider(struct ranking *r, const char *c)
 {
 	size_t lc = strlen(c);
 	unsigned int limit = r->len <= 4 ? 1 : r->len <= 8 ? 2 : 3, s;
-	unsigned int d = mx_edit_distance(r->name, r->len, c, lc);
+	unsigned int d = spm_edit_distance(r->name, r->len, c, lc);
 	/* "TCC_HIT[33]": the counter exists, the instance does not */
 	const char *br = memchr(r->name, '[', r->len);
 	if (br) {
-		unsigned int db = mx_edit_distance(r->name, (size_t)(br - r->name), c, lc);
+		unsigned int db = spm_edit_distance(r->name, (size_t)(br - r->name), c, lc);
 		d = db < d ? db : d;
 	}
 
