@@ -2,20 +2,6 @@
 /* The workload's schedule (schedule.h), found from a(t) so it matches the model to the nanosecond. */
 #include "emu/common/schedule.h"
 
-/* The first x in [0, period) at which a(x) is no longer `hi_level`: where the high part ends. */
-static uint64_t emu_on_time(const struct emu_workload *w, uint64_t period, double hi_level)
-{
-	uint64_t lo = 0, hi = period;
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (emu_workload_activity(w, mid) == hi_level)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 int emu_workload_schedule(const struct emu_workload *w, uint64_t t0_ns, uint64_t t1_ns, emu_stretch_fn fn,
 			  void *user)
 {
@@ -27,7 +13,7 @@ int emu_workload_schedule(const struct emu_workload *w, uint64_t t0_ns, uint64_t
 	double first = emu_workload_activity(w, 0), second = emu_workload_activity(w, period - 1);
 	if (first == second)
 		return 0; /* duty 0 or 1, or high == low: no step */
-	uint64_t on = emu_on_time(w, period, first);
+	uint64_t on = emu_workload_first_change(w, period);
 	const char *n1 = first > second ? "load" : "idle", *n2 = first > second ? "idle" : "load";
 	int count = 0;
 	for (uint64_t k = t0_ns / period; k * period < t1_ns; k++) {

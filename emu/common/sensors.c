@@ -300,21 +300,6 @@ struct emu_wave {
 	double v[EMU_WAVE_MAX];
 };
 
-/* The first x in [0, period) where a(x) differs from a(0); period if none. */
-static uint64_t emu_first_change(const struct emu_workload *w, uint64_t period)
-{
-	double a0 = emu_workload_activity(w, 0);
-	uint64_t lo = 1, hi = period;
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (emu_workload_activity(w, mid) == a0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The wave of one die's power (the sensor's is `dies` times it: the response scales with its input). */
 static void emu_wave_of(const struct emu_sensor_model *m, const struct emu_workload *w, struct emu_wave *wv)
 {
@@ -327,7 +312,7 @@ static void emu_wave_of(const struct emu_sensor_model *m, const struct emu_workl
 	else if (w->kind == EMU_WL_BURSTS)
 		p = (uint64_t)(w->every_ms * 1e6);
 	if (p > 1) {
-		uint64_t on = emu_first_change(w, p);
+		uint64_t on = emu_workload_first_change(w, p);
 		if (on < p) {
 			wv->period_ns = p;
 			wv->n = 2;

@@ -207,3 +207,17 @@ double emu_workload_integral(const struct emu_workload *w, uint64_t t_ns)
 	}
 	return 0.0;
 }
+
+uint64_t emu_workload_first_change(const struct emu_workload *w, uint64_t period)
+{
+	double a0 = emu_workload_activity(w, 0);
+	uint64_t lo = 1, hi = period;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (emu_workload_activity(w, mid) == a0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -41,4 +41,11 @@ double emu_workload_activity(const struct emu_workload *w, uint64_t t_ns);
  */
 double emu_workload_integral(const struct emu_workload *w, uint64_t t_ns);
 
+/*
+ * The first t in [1, period) at which a(t) differs from a(0), found from
+ * a(t) itself so that schedules and sensor waves agree with the model to
+ * the nanosecond; period if a(t) never changes.
+ */
+uint64_t emu_workload_first_change(const struct emu_workload *w, uint64_t period);
+
 #endif
