@@ -481,7 +481,7 @@ static const char *artefact(const char *name)
 }
 
 /* The figure spmtap draws for GPU 0 of the recording, for its layout (where bands must be). */
-static void figure_layout(struct recording **r, struct plot_layout *L, size_t *loads)
+static void figure_layout(struct recording **r, struct plot_layout *L)
 {
 	char err[512];
 	struct sa_trace *tr = NULL;
@@ -493,9 +493,6 @@ static void figure_layout(struct recording **r, struct plot_layout *L, size_t *l
 	CU_ASSERT_EQUAL_FATAL(sa_report_compute(tr, &(*r)->phases, &rep, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(fig_build(*r, 0, tr, rep, NULL, &f, &d, NULL, 0, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, L, err, sizeof(err)), 0);
-	*loads = 0;
-	for (size_t i = 0; i < (*r)->phases.n; i++)
-		*loads += !strcmp((*r)->phases.v[i].name, "load");
 	plot_figure_free(f);
 	fig_data_free(d);
 	sa_report_free(rep);
@@ -557,8 +554,7 @@ static void html_in_chromium(void)
 	CU_ASSERT_EQUAL_FATAL(spmtap(NULL, "report", path("square"), "--html", html, NULL, NULL), 0);
 	struct recording *r;
 	struct plot_layout L;
-	size_t loads;
-	figure_layout(&r, &L, &loads);
+	figure_layout(&r, &L);
 	char *dom = NULL, err[512], buf[512];
 	int rc = browser_load(html, 1280, 1400, shot, &dom, err, sizeof(err));
 	if (rc)
@@ -606,8 +602,7 @@ static void png_in_chromium(void)
 	CU_ASSERT_EQUAL_FATAL(spmtap(NULL, "plot", path("square"), "-o", png, NULL, NULL), 0);
 	struct recording *r;
 	struct plot_layout L;
-	size_t loads;
-	figure_layout(&r, &L, &loads);
+	figure_layout(&r, &L);
 	char err[512];
 	struct browser_image img;
 	CU_ASSERT_EQUAL_FATAL(browser_image_load(png, &img, err, sizeof(err)), 0);

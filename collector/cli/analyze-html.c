@@ -120,8 +120,7 @@ static int characterization(struct html_doc *d, const struct sa_characterization
 	return table(d, "characterization-table", "characterization", NULL, 10, hdr, &c, err, errlen);
 }
 
-static int phases(struct html_doc *d, const struct ana_in *in, const struct sa_report *rep, int64_t t0, char *err,
-		  size_t errlen)
+static int phases(struct html_doc *d, const struct sa_report *rep, int64_t t0, char *err, size_t errlen)
 {
 	size_t ncols = 5 + rep->nsignals, rows = rep->nphases < HTML_MAX_ROWS ? rep->nphases : HTML_MAX_ROWS;
 	const char **hdr = calloc(ncols, sizeof(*hdr));
@@ -163,7 +162,6 @@ static int phases(struct html_doc *d, const struct ana_in *in, const struct sa_r
 		free(names[k]);
 	free(names);
 	free(hdr);
-	(void)in;
 	return rc == -ENOMEM ? oom(err, errlen) : rc;
 }
 
@@ -300,7 +298,7 @@ int ana_html_write(const struct ana_in *in, const struct sa_report *rep, const c
 				      "phases shaded (idle left white); hatched: each signal's confidence window.",
 				      err, errlen);
 	}
-	rc = rc ? rc : phases(d, in, rep, t0, err, errlen);
+	rc = rc ? rc : phases(d, rep, t0, err, errlen);
 	for (uint32_t i = 0; !rc && in->rec && i < in->rec->ngpu; i++) {
 		uint32_t gi = in->rec->gpu[i].index;
 		for (uint32_t k = 0; !rc && in->pc && k < in->pc->ngpu; k++) {
