@@ -16,6 +16,7 @@
 
 #include "collector/cli/record.h"
 #include "spm/submit.h"
+#include "collector/lib/session.h"
 #include "collector/lib/writer.h"
 #include "spm/plan.h"
 
@@ -39,7 +40,9 @@ const char cmd_record_usage[] =
 	"  --per-instance         one column per block instance (no instance sums)\n"
 	"  -d, --output-dir DIR   write DIR/NAME_spm.csv, DIR/NAME.pftrace, DIR/NAME.db\n"
 	"                         (created if missing; docs/formats/)\n"
-	"  -f, --output-format F  csv, perfetto, sqlite, comma-separated (default csv)\n"
+	"  -f, --output-format F  csv, pftrace (or perfetto), sqlite, comma-separated\n"
+	"                         (default csv); rocpd, json and otf2 are refused\n"
+	"                         with the reason and what to use instead\n"
 	"  --device all|LIST      GPUs: all, or indices/gpu_ids comma-separated\n"
 	"  --smi SENSORS          power,energy,temp,activity,clock,all or metric names\n"
 	"  --smi-interval T       sensor period, e.g. 1ms, 10ms (default 1ms)\n"
@@ -61,8 +64,7 @@ const char cmd_record_usage[] =
 	"  --raw                  write the raw container (docs/raw-format.md) instead\n"
 	"                         of CSV; `spmtap decode` turns it into the same CSV\n"
 	"  --duration SEC         stop after SEC seconds (default: until a signal or the\n"
-	"                         app's exit); `-d SEC` with a number that is not a\n"
-	"                         directory still means --duration (compatibility)\n"
+	"                         app's exit)\n"
 	"  --device D             GPU: index (0), gpu_id (0x1234) or gpu_id:0x1234\n"
 	"  --spm-backend NAME     hsakmt, kfd or hsa (default: the first usable)\n"
 	"  --submitter NAME       how the counter program reaches the GPU: rocr (a ROCr\n"
@@ -162,7 +164,18 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		switch (c) {
 		case O_RAW: o->raw = true; break;
 		case 'o': o->out = optarg; break;
-		case 'f': o->formats = optarg; break;
+		case 'f': {
+			/* Checked here, so a typo is named before any device is touched. */
+			const struct writer_ops *fmts[SESSION_MAX_WRITERS];
+			size_t nfmt;
+			char err[512];
+			if (session_parse_formats(optarg, fmts, &nfmt, err, sizeof(err)) < 0) {
+				fprintf(stderr, "spmtap record: -f: %s\n", err);
+				return EXIT_USAGE;
+			}
+			o->formats = optarg;
+			break;
+		}
 		case O_SMI: o->smi = optarg; break;
 		case O_SMI_OFFSET: o->smi_offset = optarg; break;
 		case O_SMI_INTERVAL: {
@@ -185,13 +198,13 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			}
 			break;
 		case 'd': {
-			/* rocprofv3's -d DIR; a number that names no directory is the old -d SEC. */
+			/* Always the directory (rocprofv3's -d); an old habit's `-d SEC` gets a hint. */
 			struct stat sb;
 			double v = strtod(optarg, &end);
-			if (end != optarg && !*end && v > 0 && stat(optarg, &sb) < 0) {
-				o->duration = v;
-				break;
-			}
+			if (end != optarg && !*end && v > 0 && stat(optarg, &sb) < 0)
+				fprintf(stderr, "spmtap record: note: -d %s is the output directory "
+						"(%s/ is created); for a time limit use --duration %s\n",
+					optarg, optarg, optarg);
 			o->dir = optarg;
 			break;
 		}

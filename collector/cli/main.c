@@ -4,6 +4,7 @@
  * in its own cmd-<name>.c as cmd_<name>(argc, argv), argv[0] = its name.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,14 +46,16 @@ static const struct cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: spmtap [--emulate PROFILE] [--version] [--help] COMMAND [ARGS]\n\n"
+	fprintf(f, "usage: spmtap [--emulate PROFILE] [--version] [--help] COMMAND [ARGS]\n"
+		   "       spmtap COMMAND [ARGS] [--emulate PROFILE]\n\n"
 		   "Stream AMD GPU SPM (RLC Streaming Performance Monitor) counters.\n\n"
 		   "Commands:\n");
 	for (const struct cli_cmd *c = commands; c->name; c++)
 		fprintf(f, "  %-13s %s\n", c->name, c->summary);
 	fprintf(f, "\nGlobal options:\n"
 		   "  --emulate PROFILE  run against the emulated device (e.g. mi300a, mi210,\n"
-		   "                     mi250x:2, mi300a,mi210); also SPMTAP_EMULATE=PROFILE\n"
+		   "                     mi250x:2, mi300a,mi210); before or after COMMAND;\n"
+		   "                     also SPMTAP_EMULATE=PROFILE\n"
 		   "  --version          print the version and exit\n"
 		   "  -h, --help         this text\n\n"
 		   "`spmtap help COMMAND` or `spmtap COMMAND --help` describes a command.\n");
@@ -137,43 +140,79 @@ static int cmd_version(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/*
+ * Global options are taken wherever they stand before a "--" (rocprofv3
+ * users put every option after the verb: `spmtap record --emulate mi300a
+ * ...`), and removed, so the command's own parser never sees them.  Returns
+ * the new argc, or -1 after printing why (*exit_now set to the status).
+ */
+static int take_globals(int argc, char **argv, const char **emulate, int *exit_now)
+{
+	int n = 1;
+	bool verb = false;
+	*exit_now = -1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			/* Before the verb it ends the global options; after it, the app's arguments follow. */
+			if (!verb)
+				i++;
+			while (i < argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!strcmp(a, "--emulate")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "spmtap: --emulate needs a PROFILE (mi300a, mi300x, mi250x, mi210)\n");
+				*exit_now = EXIT_USAGE;
+				return -1;
+			}
+			*emulate = argv[++i];
+			continue;
+		}
+		if (!strncmp(a, "--emulate=", 10)) {
+			*emulate = a + 10;
+			continue;
+		}
+		if (!verb) {
+			if (!strcmp(a, "--version")) {
+				*exit_now = cmd_version(0, NULL);
+				return -1;
+			}
+			if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+				usage(stdout);
+				*exit_now = EXIT_OK;
+				return -1;
+			}
+			if (a[0] == '-') {
+				fprintf(stderr, "spmtap: unknown option '%s' before the command\n", a);
+				usage(stderr);
+				*exit_now = EXIT_USAGE;
+				return -1;
+			}
+			verb = true;
+		}
+		argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	const char *emulate = getenv("SPMTAP_EMULATE");
-	int i = 1;
-	/* Global options come before the command; the command parses the rest. */
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--emulate")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "spmtap: --emulate needs a PROFILE\n");
-				return EXIT_USAGE;
-			}
-			emulate = argv[++i];
-		} else if (!strncmp(a, "--emulate=", 10)) {
-			emulate = a + 10;
-		} else if (!strcmp(a, "--version")) {
-			return cmd_version(0, NULL);
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return EXIT_OK;
-		} else if (!strcmp(a, "--")) {
-			i++;
-			break;
-		} else {
-			fprintf(stderr, "spmtap: unknown option '%s'\n", a);
-			usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (i >= argc) {
+	int exit_now;
+	argc = take_globals(argc, argv, &emulate, &exit_now);
+	if (argc < 0)
+		return exit_now;
+	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	const struct cli_cmd *c = find(argv[i]);
+	const struct cli_cmd *c = find(argv[1]);
 	if (!c)
-		return unknown(argv[i]);
-	for (int j = i + 1; j < argc; j++) {
+		return unknown(argv[1]);
+	for (int j = 2; j < argc; j++) {
 		if (!strcmp(argv[j], "--"))
 			break;
 		if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h"))
@@ -187,5 +226,5 @@ int main(int argc, char **argv)
 	/* A file size limit must come back as EFBIG from write(), not kill us
 	 * with the output half written. */
 	signal(SIGXFSZ, SIG_IGN);
-	return c->fn(argc - i, argv + i);
+	return c->fn(argc - 1, argv + 1);
 }

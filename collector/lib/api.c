@@ -331,9 +331,9 @@ int session_parse_formats(const char *spec, const struct writer_ops **out, size_
 		return -ENOMEM;
 	int rc = 0;
 	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		const struct writer_ops *w = writer_find(t);
+		const struct writer_ops *w = writer_lookup(t, err, errlen);
 		if (!w) {
-			rc = spmtap_seterr(err, errlen, EINVAL, "format %s: unknown (csv, perfetto, sqlite)", t);
+			rc = -EINVAL;
 			break;
 		}
 		bool seen = false;

@@ -56,5 +56,11 @@ extern const struct writer_ops writer_sqlite;
 /* NULL-terminated. */
 const struct writer_ops *const *writers(void);
 const struct writer_ops *writer_find(const char *name);
+/*
+ * writer_find plus rocprofv3's -f names: pftrace is the Perfetto trace;
+ * rocpd, json and otf2 are refused with a sentence in err that says why and
+ * what to use.  NULL with err set when the name is no writer.
+ */
+const struct writer_ops *writer_lookup(const char *name, char *err, size_t errlen);
 
 #endif
