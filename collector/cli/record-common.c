@@ -85,7 +85,7 @@ void rec_raw_header(struct rawfile_header *h, const struct spm_device *dev, cons
 	*h = (struct rawfile_header){
 		.gpu_id = dev->gpu_id, .node = dev->node,
 		.gfx_target_version = dev->gfx_target_version, .num_xcc = dev->num_xcc,
-		.num_se = dev->num_se, .gen = gen == SPM_GEN_B ? RAWFILE_GEN_B : RAWFILE_GEN_A,
+		.num_se = dev->num_se, .gen = gen, /* the kernel's: rawfile.c checks the numbers agree */
 		.buffer_size = size, .nbuffers = nbuffers,
 		.start_boottime_ns = rec_now_ns(CLOCK_BOOTTIME),
 	};

@@ -67,12 +67,12 @@ static json_t *end_json(const struct rec_totals *t, const struct feeder_stats *f
 static void consume(struct feeder *f, struct feeder_buf *b, struct rawfile_writer *w,
 		    struct dec_pat *pat, struct rec_totals *t)
 {
-	struct dec_part parts[DEC_MAX_XCC];
-	int n = feeder_split(f, b, parts, DEC_MAX_XCC);
-	for (int i = 0; i < n; i++) {
-		const unsigned char *data = (const unsigned char *)b->data + parts[i].offset;
-		dec_pat_feed(pat, parts[i].xcc, data, parts[i].bytes);
-		rec_raw_region(w, t, b, &parts[i], data);
+	(void)f;
+	for (uint32_t i = 0; i < b->nparts; i++) {
+		const struct dec_part *p = &b->parts[i];
+		const unsigned char *data = (const unsigned char *)b->data + p->offset;
+		dec_pat_feed(pat, p->xcc, data, p->bytes);
+		rec_raw_region(w, t, b, p, data);
 	}
 }
 
@@ -171,7 +171,7 @@ int record_raw(const struct rec_opts *op)
 	uint32_t size = feeder_round_size(o.buffer_size, t.dev->num_xcc, note, sizeof(note));
 	if (note[0] && o.size_given)
 		fprintf(stderr, "spmtap record: %s\n", note);
-	uint32_t nregions = gen == SPM_GEN_B ? t.dev->num_xcc : 1;
+	uint32_t nregions = spm_stream_shape(s)->nstreams;
 
 	struct rawfile_header h;
 	rec_raw_header(&h, t.dev, t.ops->name, gen, size, o.nbuffers);

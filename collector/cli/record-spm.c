@@ -167,7 +167,7 @@ static int open_stream(struct session *x)
 		return rc == -EBUSY ? EXIT_BUSY : EXIT_FAIL;
 	}
 	x->gen = spm_stream_gen(x->s);
-	x->nstreams = x->gen == SPM_GEN_B ? x->t.dev->num_xcc : 1;
+	x->nstreams = spm_stream_shape(x->s)->nstreams;
 	x->size = feeder_round_size(o->buffer_size, x->t.dev->num_xcc, note, sizeof(note));
 	if (note[0] && o->size_given)
 		outerr("%s", note);
@@ -237,9 +237,7 @@ static int open_outputs(struct session *x)
 		}
 	}
 	struct dthr_opts dto = {
-		.layout = x->layout, .nstreams = x->nstreams, .per_se = o->per_se,
-		/* Gen B keeps data when a region fills and stalls for whole samples. */
-		.loss = x->gen == SPM_GEN_B ? DTHR_LOSS_ALIGNED : DTHR_LOSS_RESYNC,
+		.layout = x->layout, .shape = *spm_stream_shape(x->s), .per_se = o->per_se,
 		.per_instance = o->per_instance, .requests = o->counters, .nreq = o->ncounters,
 		.sink = x->csv ? csv_sink : NULL, .sink_user = x->csv,
 		.part = x->raw ? raw_part : NULL, .part_user = x, .skip_first = true,
@@ -276,7 +274,7 @@ static void sum_loss(struct session *x, struct loss *l)
 		if (dthr_stats(x->dt, k, &s) < 0)
 			continue;
 		l->samples += s.dec.samples;
-		l->lost += s.lost_samples;
+		l->lost += s.dec.lost_samples_est;
 		l->dropped += s.dec.dropped_bytes - s.skipped_start;
 		l->flagged += s.loss_parts + s.bad_parts;
 		l->bytes += s.dec.bytes_fed;
@@ -355,12 +353,12 @@ static void summary(struct session *x, const struct feeder_stats *fs, double sec
 		struct dthr_xcc s;
 		dthr_stats(x->dt, k, &s);
 		uint64_t dropped = s.dec.dropped_bytes - s.skipped_start;
-		if (!s.lost_samples && !s.loss_parts && !s.bad_parts && !dropped)
+		if (!s.dec.lost_samples_est && !s.loss_parts && !s.bad_parts && !dropped)
 			continue;
 		fprintf(stderr, "spmtap record:   xcc %u: %" PRIu64 " samples written, ~%" PRIu64
 			" lost in %" PRIu64 " gap(s), %" PRIu64 " partial bytes dropped, %" PRIu64
 			" resync(s), %" PRIu64 " loss-flagged region(s)\n", k, s.dec.samples,
-			s.lost_samples, s.dec.gaps, dropped, s.resyncs,
+			s.dec.lost_samples_est, s.dec.gaps, dropped, s.resyncs,
 			s.loss_parts + s.bad_parts);
 	}
 }

@@ -184,9 +184,6 @@ struct sgpu {
 	/* the timebase: pairs added by the clock thread, mapped by the decode thread */
 	struct timebase *tb;
 	pthread_mutex_t tb_lock;
-	/* live loss estimate per stream, for the status line (the end counts are dthr's) */
-	uint64_t last_ts[DEC_MAX_XCC];
-	double period[DEC_MAX_XCC];
 	bool stall_done;
 	/* sensors */
 	struct smi_probe probe;
@@ -217,7 +214,7 @@ struct session {
 	char err[ERRLEN];
 	int error;
 	atomic_bool failed;
-	atomic_uint_least64_t samples, lost, smi_samples, chunks, phases;
+	atomic_uint_least64_t samples, smi_samples, chunks, phases;
 	/* the marker channel (o.markers) and its thread */
 	struct mk_reader *mk;
 	int mk_fd;
@@ -298,21 +295,6 @@ static int spm_sink(void *user, const struct dec_chunk *c)
 		if (c->saturated && c->saturated[k])
 			memcpy((void *)it->c.missing[k], c->saturated[k], (size_t)words * 8);
 	}
-	/* live gap estimate: the status line's "lost" */
-	uint32_t x = c->xcc;
-	uint64_t lost = 0;
-	for (uint32_t i = 0; i < c->nsamples; i++) {
-		uint64_t ts = c->timestamp[i];
-		if (g->last_ts[x] && ts > g->last_ts[x]) {
-			double d = (double)(ts - g->last_ts[x]);
-			if (g->period[x] <= 0 || d < g->period[x] * 0.75)
-				g->period[x] = d;
-			else if (d > 1.5 * g->period[x])
-				lost += (uint64_t)llround(d / g->period[x]) - 1;
-		}
-		g->last_ts[x] = ts;
-	}
-	atomic_fetch_add(&S->lost, lost);
 	atomic_fetch_add(&S->samples, c->nsamples);
 	q_push(&S->q, it);
 	return 0;
@@ -519,15 +501,16 @@ static int gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errl
 	if (rc < 0)
 		return spmtap_seterr(err, errlen, -rc, "%s: %s", label, e[0] ? e : spmtap_strerror(rc));
 	g->gen = spm_stream_gen(g->st);
-	g->nstreams = g->gen == SPM_GEN_B ? g->dev->num_xcc : 1;
+	const struct spm_stream_shape *shape = spm_stream_shape(g->st);
+	g->nstreams = shape->nstreams;
 	if (g->nstreams > DEC_MAX_XCC)
-		g->nstreams = DEC_MAX_XCC;
+		return spmtap_seterr(err, errlen, ENOTSUP, "%s: %u XCC streams; at most %u", label,
+				     g->nstreams, DEC_MAX_XCC);
 	char note[256];
 	g->size = feeder_round_size(o->buffer_size ? o->buffer_size : FEEDER_DEFAULT_SIZE,
 				    g->dev->num_xcc, note, sizeof(note));
 	struct dthr_opts dto = {
-		.layout = g->layout, .nstreams = g->nstreams, .per_se = o->per_se,
-		.loss = g->gen == SPM_GEN_B ? DTHR_LOSS_ALIGNED : DTHR_LOSS_RESYNC,
+		.layout = g->layout, .shape = *shape, .per_se = o->per_se,
 		.per_instance = o->per_instance, .requests = o->counters, .nreq = o->ncounters,
 		.sink = spm_sink, .sink_user = g, .skip_first = true,
 	};
@@ -849,12 +832,11 @@ void session_progress(struct session *S, struct session_progress *p)
 	memset(p, 0, sizeof(*p));
 	p->seconds = S->t0_mono ? (double)(now_ns(CLOCK_MONOTONIC) - S->t0_mono) / 1e9 : 0;
 	p->samples = atomic_load(&S->samples);
-	p->lost_samples = atomic_load(&S->lost);
 	p->smi_samples = atomic_load(&S->smi_samples);
 	p->chunks_written = atomic_load(&S->chunks);
 	for (size_t i = 0; i < S->ng; i++)
 		if (S->g[i].dt)
-			p->bytes += 0;
+			p->lost_samples += dthr_lost_live(S->g[i].dt);
 	uint64_t sb = 0;
 	for (size_t i = 0; i < S->ng; i++)
 		if (S->g[i].dt) {
@@ -1044,7 +1026,7 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		a->bytes = s.dec.bytes_fed;
 		a->samples = s.dec.samples;
 		a->sample_bytes = s.dec.samples * sb;
-		a->gap_samples = s.lost_samples;
+		a->gap_samples = s.dec.lost_samples_est;
 		a->loss_flags = s.loss_parts + s.bad_parts;
 		a->prestart_bytes = s.skipped_start;
 		a->resync_bytes = s.dec.dropped_bytes - s.skipped_start;
