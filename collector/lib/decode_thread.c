@@ -67,13 +67,16 @@ static int to_agg(void *user, const struct dec_chunk *c)
 int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t errlen)
 {
 	*out = NULL;
-	if (!o || !o->layout || !o->shape.nstreams || o->shape.nstreams > DEC_MAX_XCC)
-		return spmtap_seterr(err, errlen, EINVAL, "decoder: need a layout and 1..%u streams",
-				     DEC_MAX_XCC);
+	if (!o || !o->shape.nstreams || o->shape.nstreams > DEC_MAX_XCC)
+		return spmtap_seterr(err, errlen, EINVAL, "decoder: need 1..%u streams", DEC_MAX_XCC);
 	struct dthr *t = calloc(1, sizeof(*t));
 	if (!t)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	t->o = *o;
+	*out = t;
+	if (!o->layout)
+		return 0;
+	*out = NULL;
 	t->sample_bytes = o->layout->sample_bytes;
 	struct dec_opts dopts = { .sz = sizeof(dopts), .per_se = o->per_se };
 	int rc = dec_open(o->layout, o->shape.nstreams, &dopts, to_agg, t, &t->dec, err, errlen);
@@ -90,12 +93,12 @@ int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t er
 
 uint32_t dthr_ncols(const struct dthr *t)
 {
-	return agg_ncols(t->agg);
+	return t->agg ? agg_ncols(t->agg) : 0;
 }
 
 const struct dec_column *dthr_columns(const struct dthr *t)
 {
-	return agg_columns(t->agg);
+	return t->agg ? agg_columns(t->agg) : NULL;
 }
 
 uint32_t dthr_sample_bytes(const struct dthr *t)
@@ -111,7 +114,8 @@ int dthr_feed(struct dthr *t, uint32_t xcc, const void *bytes, size_t len, bool 
 	x->parts++;
 	x->loss_parts += loss;
 	x->bad_parts += bad;
-	if (t->error)
+	x->bytes += len;
+	if (t->error || !t->dec)
 		return t->error;
 	/* Untrusted framing: its bytes are not fed, and the stream cannot continue across it. */
 	bool cut = bad || (loss && t->o.shape.loss == SPM_LOSS_CUTS_LINES);
@@ -196,7 +200,7 @@ int dthr_finish(struct dthr *t)
 		pthread_join(t->tid, NULL);
 		t->started = false;
 	}
-	if (!t->error) {
+	if (!t->error && t->dec) {
 		int rc = dec_flush(t->dec);
 		if (rc < 0) {
 			char m[SPM_ERRLEN];
@@ -218,7 +222,8 @@ int dthr_stats(const struct dthr *t, uint32_t xcc, struct dthr_xcc *out)
 		return -EINVAL;
 	*out = t->x[xcc];
 	out->skipped_start = t->start[xcc].skipped;
-	int rc = dec_stats(t->dec, xcc, &out->dec);
+	memset(&out->dec, 0, sizeof(out->dec));
+	int rc = t->dec ? dec_stats(t->dec, xcc, &out->dec) : 0;
 	/* Before any sample everything dropped is still the start's. */
 	if (!t->start[xcc].seen) {
 		out->skipped_start = out->dec.dropped_bytes;

@@ -44,6 +44,9 @@ typedef int (*dthr_part_fn)(void *user, const struct feeder_buf *b, const struct
 			    const void *data);
 
 struct dthr_opts {
+	/* NULL: no counters were programmed (the emulator's test pattern, `record
+	 * --raw` alone): parts go to the part callback and are counted, bytes and
+	 * kernel flags, nothing is decoded. */
 	const struct dec_layout *layout;
 	struct spm_stream_shape shape; /* XCC streams, what a loss flag means (above) */
 	bool per_se;                  /* decoder: one column per SE */
@@ -59,7 +62,8 @@ struct dthr_opts {
 
 /* Per XCC stream, for summaries and end records; lost samples are dec.lost_samples_est. */
 struct dthr_xcc {
-	struct dec_stats dec;
+	struct dec_stats dec;         /* zero without a layout */
+	uint64_t bytes;               /* in the parts, as the framing gave them */
 	uint64_t skipped_start;       /* bytes before the first sample: not loss */
 	uint64_t resyncs;             /* alignment searches after the start's */
 	uint64_t parts;

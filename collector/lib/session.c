@@ -60,11 +60,15 @@ static void parse_stall(const char *name, int64_t *at, int64_t *dur)
 int session_open(struct session **out, const struct session_opts *o, char *err, size_t errlen)
 {
 	*out = NULL;
-	if (!o || !o->ngpus || o->ngpus > SESSION_MAX_GPUS || o->nformats > SESSION_MAX_WRITERS ||
-	    (!o->ncounters && !o->smi_metrics))
+	if (!o || !o->ngpus || o->ngpus > SESSION_MAX_GPUS ||
+	    o->nformats + (o->ticks_csv != NULL) > SESSION_MAX_WRITERS ||
+	    (!o->ncounters && !o->smi_metrics && !o->raw_path))
 		return spmtap_seterr(err, errlen, EINVAL,
-				     "a session needs 1..%u GPUs, at most %u formats, and counters or sensors",
-				     SESSION_MAX_GPUS, SESSION_MAX_WRITERS);
+				     "a session needs 1..%u GPUs, at most %u formats, and counters, sensors "
+				     "or a raw container", SESSION_MAX_GPUS, SESSION_MAX_WRITERS);
+	if ((o->raw_path || o->ticks_csv) && (o->ngpus != 1 || (o->ticks_csv && !o->ncounters)))
+		return spmtap_seterr(err, errlen, EINVAL,
+				     "a raw container or a tick CSV is one GPU's stream (and the CSV needs counters)");
 	struct session *S = calloc(1, sizeof(*S));
 	if (!S)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
@@ -172,8 +176,12 @@ int session_start(struct session *S, char *err, size_t errlen)
 			continue;
 		struct feeder_opts fo = { .nbuffers = S->o.nbuffers, .buffer_size = g->size };
 		char e[SES_ERRLEN] = "";
-		rc = prime_start(&g->prime, g->st, g->dev, g->sops, g->sub, g->start.dw, g->start.n,
-				 &fo, e, sizeof(e));
+		/* Without counters there is no program: the stream runs as it is (the emulator's pattern). */
+		if (g->plan)
+			rc = prime_start(&g->prime, g->st, g->dev, g->sops, g->sub, g->start.dw, g->start.n,
+					 &fo, e, sizeof(e));
+		else
+			rc = feeder_start(&g->prime.f, g->st, g->dev, &fo, e, sizeof(e));
 		if (g->prime.f) {
 			g->f = g->prime.f;
 			g->st = NULL;
@@ -218,18 +226,37 @@ void session_progress(struct session *S, struct session_progress *p)
 	p->queue_depth = spsc_count(&S->q);
 }
 
-bool session_failed(struct session *S) { return atomic_load(&S->failed); }
+bool session_failed(struct session *S)
+{
+	for (size_t i = 0; i < S->ng; i++)
+		if (S->g[i].dt && dthr_failed(S->g[i].dt))
+			return true;
+	return atomic_load(&S->failed);
+}
+
+void session_set_stop_reason(struct session *S, const char *why) { S->stop_reason = why; }
+
+const char *session_layout(const struct session *S, size_t i)
+{
+	return i < S->ng ? S->g[i].layout_text : NULL;
+}
+
+const char *session_size_note(const struct session *S, size_t i)
+{
+	return i < S->ng ? S->g[i].size_note : "";
+}
 
 int session_stop(struct session *S, char *err, size_t errlen)
 {
 	if (S->stopped)
 		return S->error;
 	S->stopped = true;
+	S->stop_mono = ses_now_ns(CLOCK_MONOTONIC);
 	char e[SES_ERRLEN];
 	/* Stop generation first, so each drain ends on a call that copies nothing. */
 	for (size_t i = 0; i < S->ng; i++) {
 		struct sgpu *g = &S->g[i];
-		if (g->started) {
+		if (g->started && g->plan) {
 			e[0] = 0;
 			int rc = g->sops->submit(g->sub, g->stop.dw, g->stop.n, SPM_SUBMIT_TIMEOUT_MS, e, sizeof(e));
 			if (rc < 0) {
@@ -253,8 +280,11 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		struct sgpu *g = &S->g[i];
 		if (g->dt && g->f) {
 			int rc = dthr_finish(g->dt);
+			/* A failed part callback is the raw container's, which says why. */
+			const char *raw = S->raw ? raw_writer_error(S->raw) : "";
 			if (rc < 0)
-				ses_set_error(S, rc, dthr_error(g->dt)[0] ? dthr_error(g->dt) : spmtap_strerror(rc));
+				ses_set_error(S, rc, dthr_error(g->dt)[0] ? dthr_error(g->dt)
+						     : raw[0] ? raw : spmtap_strerror(rc));
 		}
 		if (g->f) {
 			int rc = feeder_finish(g->f, &g->fs);
@@ -328,6 +358,14 @@ int session_stop(struct session *S, char *err, size_t errlen)
 	free(tbs);
 	free(accs);
 	free(mks);
+	if (S->raw) {
+		e[0] = 0;
+		int rc = raw_writer_finish(S->raw, raw_writer_error(S->raw)[0] ? NULL : ses_raw_end_json(S), e,
+					   sizeof(e));
+		S->raw = NULL;
+		if (rc < 0)
+			ses_set_error(S, rc, e);
+	}
 	if (S->error)
 		spmtap_seterr(err, errlen, -S->error, "%s", S->err);
 	return S->error;
@@ -358,6 +396,7 @@ void session_close(struct session *S)
 	while (spsc_pop(&S->q, &it, 0) == 0)
 		free(it);
 	spsc_destroy(&S->q);
+	raw_writer_finish(S->raw, NULL, NULL, 0);
 	for (size_t i = 0; i < S->ng; i++)
 		ses_gpu_free(&S->g[i]);
 	if (S->b)

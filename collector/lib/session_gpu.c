@@ -10,37 +10,30 @@
 #include "collector/lib/session_priv.h"
 #include "collector/lib/smi_source.h"
 #include "collector/lib/timebase.h"
+#include "collector/lib/write_raw.h"
 #include "decoder/layout.h"
 #include "log.h"
 #include "spm/plan.h"
 #include "spm/submit.h"
 
-int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
+/* The counters' plan, layout and PM4 programs: everything decided before touching SPM. */
+static int gpu_plan(struct session *S, struct sgpu *g, const char *label, char *err, size_t errlen)
 {
 	const struct session_opts *o = &S->o;
-	char label[96];
-	spm_device_label(g->dev, label, sizeof(label));
-	snprintf(g->devname, sizeof(g->devname), "%s",
-		 g->dev->marketing_name[0] ? g->dev->marketing_name : g->dev->name);
-	pthread_mutex_init(&g->tb_lock, NULL);
-	struct tb_opts to = { .spm_clock_hz = S->spm_hz };
-	int rc = tb_create(&g->tb, &to);
-	if (rc < 0)
-		return spmtap_seterr(err, errlen, -rc, "out of memory");
-	if (!o->ncounters)
-		return 0;
 	struct spm_geometry geo;
 	enum spm_gfx gfx;
 	char e[SES_ERRLEN] = "";
-	rc = spm_geometry_from_device(g->dev, &geo, &gfx, e, sizeof(e));
+	int rc = spm_geometry_from_device(g->dev, &geo, &gfx, e, sizeof(e));
 	if (rc < 0)
 		return spmtap_seterr(err, errlen, -rc, "%s: %s", label, e);
 	struct spm_plan_request req = { .gfx = g->dev->gfx, .geo = geo, .counters = o->counters,
 					.ncounters = o->ncounters,
 					.interval = o->interval ? o->interval : 32768u };
 	rc = spm_plan_create(&req, &g->plan, e, sizeof(e));
+	/* Everything the planner refuses is something the user asked for: EINVAL. */
 	if (rc < 0)
-		return spmtap_seterr(err, errlen, -rc, "%s: %s", label, e[0] ? e : spmtap_strerror(rc));
+		return spmtap_seterr(err, errlen, rc == -ENOMEM ? ENOMEM : EINVAL, "%s: %s", label,
+				     e[0] ? e : spmtap_strerror(rc));
 	g->layout_text = spm_plan_layout_dumps(g->plan);
 	if (!g->layout_text)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
@@ -56,27 +49,58 @@ int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
 	if (rc)
 		return spmtap_seterr(err, errlen, rc < 0 ? -rc : EINVAL, "cannot encode the PM4 programs: %s",
 				     spmtap_strerror(rc));
+	return 0;
+}
+
+int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
+{
+	const struct session_opts *o = &S->o;
+	char label[96];
+	spm_device_label(g->dev, label, sizeof(label));
+	snprintf(g->devname, sizeof(g->devname), "%s",
+		 g->dev->marketing_name[0] ? g->dev->marketing_name : g->dev->name);
+	pthread_mutex_init(&g->tb_lock, NULL);
+	struct tb_opts to = { .spm_clock_hz = S->spm_hz };
+	int rc = tb_create(&g->tb, &to);
+	if (rc < 0)
+		return spmtap_seterr(err, errlen, -rc, "out of memory");
+	if (!o->ncounters && !o->raw_path)
+		return 0; /* sensors only */
+	char e[SES_ERRLEN] = "";
+	if (o->ncounters)
+		rc = gpu_plan(S, g, label, err, errlen);
+	if (rc < 0)
+		return rc;
 	struct spm_stream_opts so = { .gen_override = o->gen };
 	rc = spm_stream_open(&g->st, S->bops, S->b, g->dev, &so, e, sizeof(e));
+	/* The kernel's EINVAL (no SPM ioctl, spm_explain says) is the device's, not a bad request. */
 	if (rc < 0)
-		return spmtap_seterr(err, errlen, -rc, "%s: %s", label, e[0] ? e : spmtap_strerror(rc));
+		return spmtap_seterr(err, errlen, rc == -EINVAL ? ENODEV : -rc, "%s: %s", label,
+				     e[0] ? e : spmtap_strerror(rc));
 	g->gen = spm_stream_gen(g->st);
 	const struct spm_stream_shape *shape = spm_stream_shape(g->st);
 	g->nstreams = shape->nstreams;
 	if (g->nstreams > DEC_MAX_XCC)
 		return spmtap_seterr(err, errlen, ENOTSUP, "%s: %u XCC streams; at most %u", label,
 				     g->nstreams, DEC_MAX_XCC);
-	char note[256];
 	g->size = feeder_round_size(o->buffer_size ? o->buffer_size : FEEDER_DEFAULT_SIZE,
-				    g->dev->num_xcc, note, sizeof(note));
+				    g->dev->num_xcc, g->size_note, sizeof(g->size_note));
+	if (o->raw_path && (rc = ses_open_raw(S, g, err, errlen)) < 0)
+		return rc;
 	struct dthr_opts dto = {
 		.layout = g->layout, .shape = *shape, .per_se = o->per_se,
 		.per_instance = o->per_instance, .requests = o->counters, .nreq = o->ncounters,
-		.sink = ses_spm_sink, .sink_user = g, .skip_first = true,
+		.sink = ses_spm_sink, .sink_user = g,
+		/* With counters the first buffer is from before the program (prime.h). */
+		.skip_first = g->plan != NULL,
+		.part = S->raw ? raw_writer_part : NULL, .part_user = S->raw,
 	};
 	rc = dthr_open(&g->dt, &dto, e, sizeof(e));
 	if (rc < 0)
 		return spmtap_seterr(err, errlen, -rc, "%s: %s", label, e);
+	if (!g->plan)
+		return 0; /* nothing decoded: no series */
+	g->nseries = g->nstreams;
 	uint32_t nc = dthr_ncols(g->dt);
 	const struct dec_column *dc = dthr_columns(g->dt);
 	g->cols = calloc(nc ? nc : 1, sizeof(*g->cols));
@@ -137,6 +161,8 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	memset(st, 0, sizeof(*st));
 	st->gpu = g->dev->index;
 	st->nxcc = g->nstreams;
+	st->ncols = g->dt ? dthr_ncols(g->dt) : 0;
+	st->sample_size = g->dt ? dthr_sample_bytes(g->dt) : 0;
 	uint64_t fed = 0;
 	uint32_t sb = g->dt ? dthr_sample_bytes(g->dt) : 0;
 	for (uint32_t x = 0; x < g->nstreams && x < 16; x++) {
@@ -144,7 +170,8 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		if (dthr_stats(g->dt, x, &s) < 0)
 			continue;
 		struct session_xcc *a = &st->xcc[x];
-		a->bytes = s.dec.bytes_fed;
+		/* Without counters nothing is decoded: the bytes are the parts'. */
+		a->bytes = g->layout ? s.dec.bytes_fed : s.bytes;
 		a->samples = s.dec.samples;
 		a->sample_bytes = s.dec.samples * sb;
 		a->gap_samples = s.dec.lost_samples_est;
@@ -152,11 +179,20 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		a->prestart_bytes = s.skipped_start;
 		a->resync_bytes = s.dec.dropped_bytes - s.skipped_start;
 		a->trailing_bytes = s.dec.partial_bytes;
-		fed += s.dec.bytes_fed;
+		a->gaps = s.dec.gaps;
+		a->resyncs = s.resyncs;
+		a->regions = s.parts;
+		fed += a->bytes;
 	}
 	if (g->have_fs) {
 		st->first_buffer_bytes = g->fs.bytes > fed ? g->fs.bytes - fed : 0;
 		st->overrun_polls = g->fs.overrun_polls;
+		st->polls = g->fs.polls;
+		st->buffers = g->fs.retired;
+		st->loss_buffers = g->fs.loss_buffers;
+		st->bad_buffers = g->fs.bad_buffers;
+		st->drain_calls = g->fs.drain_calls;
+		st->drain_capped = g->fs.drain_capped;
 	}
 	if (g->smi) {
 		struct smi_sampler_stats ss;

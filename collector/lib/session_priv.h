@@ -18,6 +18,7 @@
 #include "collector/lib/session.h"
 #include "collector/lib/smi_sampler.h"
 #include "collector/lib/spsc.h"
+#include "collector/lib/write_raw.h"
 #include "spm/pm4.h"
 
 #define SES_ERRLEN (SPM_ERRLEN + 256)
@@ -46,7 +47,9 @@ struct sgpu {
 	struct feeder *f;
 	struct dthr *dt;
 	enum spm_gen gen;
-	uint32_t nstreams, size;
+	uint32_t nstreams, size;        /* XCC streams of the stream's shape; buffer size */
+	uint32_t nseries;               /* SPM series declared to the writers: nstreams with counters, else 0 */
+	char size_note[256];            /* the buffer size was adjusted, and why ("" if not) */
 	struct series_stream streams[DEC_MAX_XCC];
 	struct series_column *cols;
 	/* the timebase: pairs added by the clock thread, mapped by the decode thread */
@@ -74,6 +77,9 @@ struct session {
 	char *paths[SESSION_MAX_WRITERS + 1];
 	size_t nw;
 	struct spsc q;          /* the one bounded queue to the writer thread */
+	struct raw_writer *raw;   /* o.raw_path: fed by GPU 0's decode thread, before decoding */
+	const char *stop_reason;
+	int64_t stop_mono;        /* when session_stop began */
 	pthread_t writer_thr, clock_thr;
 	bool writer_running, clock_running, started, stopped;
 	pthread_mutex_t lock;     /* err, clock stop */
@@ -121,6 +127,10 @@ void ses_add_pair(struct session *S, struct sgpu *g);
 
 /* session_meta.c */
 int ses_open_writers(struct session *S, char *err, size_t errlen);
+/* The raw container for g, its metadata first (o.raw_path). */
+int ses_open_raw(struct session *S, struct sgpu *g, char *err, size_t errlen);
+/* Its end record: what was recorded and lost, per XCC. */
+json_t *ses_raw_end_json(struct session *S);
 json_t *ses_timebase_json(struct session *S);
 json_t *ses_accounting_json(struct session *S);
 
