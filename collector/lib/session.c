@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* A recording session over several GPUs (session.h, docs/architecture.md "Session"). */
+/*
+ * A recording session over several GPUs (session.h, docs/architecture.md
+ * "Session"): its life.  Open (every GPU prepared, writers open), start (the
+ * threads), stop (counters stopped, drained, notes written), close.  The
+ * jobs it orders live beside it: session_gpu.c (per-GPU setup and stats),
+ * session_sinks.c (producers -> the queue), session_threads.c (writer,
+ * clock and marker threads), session_meta.c (metadata and end records).
+ */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -7,18 +14,10 @@
 #include <string.h>
 
 #include "collector/lib/marker_reader.h"
+#include "collector/lib/session_priv.h"
 #include "collector/lib/timebase.h"
 #include "log.h"
 #include "spm/submit.h"
-#include "collector/lib/session_priv.h"
-
-/*
- * The session's life: open (every GPU prepared, writers open), start (the
- * threads), stop (counters stopped, drained, notes written), close.  The
- * jobs it orders live beside it: session_gpu.c (per-GPU setup and stats),
- * session_sinks.c (producers -> the queue), session_threads.c (writer,
- * clock and marker threads), session_meta.c (metadata and end notes).
- */
 
 int64_t ses_now_ns(clockid_t c)
 {
