@@ -63,6 +63,9 @@ struct dec_xcc {
 	uint64_t win[64];
 	uint64_t ndeltas;
 	uint64_t median;
+	/* the lost-sample rule's period: the current run without gap or resync */
+	uint64_t run_ts0, run_n;
+	double period_prev; /* the mean delta of the run before, 0 if none yet */
 	uint64_t nwarn;
 	struct dec_stats st;
 };
@@ -170,9 +173,53 @@ static bool is_gap(const struct dec_xcc *x, uint64_t delta)
 	return x->median && delta > x->median + x->median / 2 + 1;
 }
 
+/*
+ * THE rule for lost samples (every output's accounting reads it from here):
+ * a gap is found with the median (is_gap), and counted as round(delta /
+ * period) - 1 with the period measured as a mean over the run of samples
+ * before it, a fraction of a tick.  The integer median would drift by one
+ * sample per few thousand lost (1560.4 ticks is not 1560), so a long stall
+ * would be miscounted.  The run rolls every RUN_ROLL deltas to follow SCLK
+ * changes; a run younger than RUN_TRUST deltas defers to the one before.
+ */
+#define RUN_ROLL 4096u
+#define RUN_TRUST 1024u
+
+static double run_mean(const struct dec_xcc *x)
+{
+	return x->run_n >= 8 ? (double)(x->last_ts - x->run_ts0) / (double)x->run_n : 0;
+}
+
+static double gap_period(const struct dec_xcc *x)
+{
+	double run = run_mean(x);
+	if (run > 0 && (x->run_n >= RUN_TRUST || x->period_prev <= 0))
+		return run;
+	return x->period_prev > 0 ? x->period_prev : (double)x->median;
+}
+
+/* A new run starts at t (the first sample, after a gap or a resync); call before last_ts = t. */
+static void run_restart(struct dec_xcc *x, uint64_t t)
+{
+	double m = run_mean(x);
+	if (m > 0)
+		x->period_prev = m;
+	x->run_ts0 = t;
+	x->run_n = 0;
+}
+
+/* n more deltas without a gap; call after last_ts moved on. */
+static void run_add(struct dec_xcc *x, uint64_t n)
+{
+	x->run_n += n;
+	if (x->run_n >= RUN_ROLL)
+		run_restart(x, x->last_ts);
+}
+
 static void count_gap(const struct dec *d, struct dec_xcc *x, uint64_t delta)
 {
-	uint64_t lost = (delta + x->median / 2) / x->median - 1;
+	double n = (double)delta / gap_period(x) + 0.5;
+	uint64_t lost = n >= 2 ? (uint64_t)n - 1 : 0;
 	x->st.gaps++;
 	x->st.lost_samples_est += lost;
 	x->flags |= DEC_CHUNK_GAP;
@@ -199,7 +246,8 @@ static bool scan_one(const struct dec *d, struct dec_xcc *x, const uint8_t *p, u
 			return false;
 		}
 		uint64_t delta = t - x->last_ts;
-		if (is_gap(x, delta)) {
+		bool gap = is_gap(x, delta);
+		if (gap) {
 			if (ts > x->ts) {
 				*ev = EV_GAP;
 				return false;
@@ -207,7 +255,15 @@ static bool scan_one(const struct dec *d, struct dec_xcc *x, const uint8_t *p, u
 			count_gap(d, x, delta);
 		}
 		push_delta(x, delta);
+		if (gap)
+			run_restart(x, t);
+		x->last_ts = t;
+		*ts = t;
+		if (!gap)
+			run_add(x, 1);
+		return true;
 	}
+	run_restart(x, t);
 	x->last_ts = t;
 	x->have_ts = true;
 	*ts = t;
@@ -242,6 +298,7 @@ static bool steady_ts(const struct dec *d, struct dec_xcc *x, const uint8_t *p, 
 	}
 	x->ndeltas = nd + j;
 	x->last_ts = last;
+	run_add(x, j);
 	if (x->ndeltas % 1024 == 0)
 		refresh_median(x);
 	return true;

@@ -84,7 +84,8 @@ struct dec_stats {
 	uint64_t corrupt_events;   /* timestamps that went backwards (or stood still) */
 	uint64_t resyncs;          /* alignment found again after loss or corruption */
 	uint64_t gaps;             /* timestamp deltas > 1.5 x the median delta */
-	uint64_t lost_samples_est; /* sum over gaps of round(delta / median) - 1 */
+	uint64_t lost_samples_est; /* sum over gaps of round(delta / period) - 1: THE count of
+				    * lost samples every output reports (decode.c, count_gap) */
 	uint64_t median_delta;     /* ticks; 0 until 8 deltas were seen */
 	uint64_t saturated;        /* saturated values delivered (per column cell) */
 	bool hunting;              /* looking for the sample alignment now */

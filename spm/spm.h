@@ -58,6 +58,34 @@ enum spm_gen {
 };
 const char *spm_gen_name(enum spm_gen gen);
 
+/*
+ * What a kernel generation's stream is, said once (SPM.md 3.3, 3.5, 5.8):
+ * everything downstream (feeder, decoder, raw container, decode) asks this
+ * instead of comparing generations.
+ */
+enum spm_loss_cut {
+	/* Gen A: a full buffer makes the kernel discard ring data in whole 32-byte
+	 * lines, possibly mid-sample, and flag the buffer through the ioctl's
+	 * has_data_loss: the stream after a flag must be re-aligned. */
+	SPM_LOSS_CUTS_LINES = 0,
+	/* Gen B: a region's header flags that it filled while the ring kept the
+	 * data, and the RLC stalls for whole samples: the stream continues. */
+	SPM_LOSS_WHOLE_SAMPLES = 1,
+};
+
+struct spm_stream_shape {
+	enum spm_gen gen;
+	uint32_t nstreams;      /* per-XCC streams in a retired buffer: num_xcc, or 1 */
+	bool headers;           /* regions framed with a header each (decoder/frame.h) */
+	uint32_t header_bytes;  /* of each region's header; 0 without */
+	bool loss_per_region;   /* loss flagged per region (header) or per buffer (ioctl) */
+	enum spm_loss_cut loss; /* what a loss flag means for the bytes around it */
+	uint32_t loss_align;    /* bytes: where a flagged cut may fall (a line, or a whole sample: 0) */
+};
+
+/* The shape of gen's stream on a GPU with num_xcc XCCs; -EINVAL for an unknown generation. */
+int spm_stream_shape_of(enum spm_gen gen, uint32_t num_xcc, struct spm_stream_shape *out);
+
 struct spm_clock_pair {
 	uint64_t gpu_ticks;    /* GPU reference clock */
 	uint64_t cpu_raw_ns;   /* CLOCK_MONOTONIC_RAW */
@@ -131,6 +159,8 @@ int spm_stream_open(struct spm_stream **out, const struct spm_backend_ops *ops,
 		    struct spm_backend *b, const struct spm_device *dev,
 		    const struct spm_stream_opts *opts, char *err, size_t errlen);
 enum spm_gen spm_stream_gen(const struct spm_stream *s);
+/* The open stream's shape (spm_stream_shape_of its generation and device). */
+const struct spm_stream_shape *spm_stream_shape(const struct spm_stream *s);
 /*
  * Bytes the kernel writes into a buffer of `size` before any data (per
  * region): gen B's 32-byte header (each of the num_xcc regions has one), gen A 0.

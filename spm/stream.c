@@ -7,8 +7,6 @@
 #include "log.h"
 #include "spm/spm.h"
 
-#define SPM_HEADER_BYTES 32u /* gen B per-XCC region header (SPM.md 3.5) */
-
 static const char *errname(int negerr)
 {
 	const char *n = strerrorname_np(-negerr);
@@ -20,6 +18,7 @@ struct spm_stream {
 	struct spm_backend *b;
 	struct spm_device dev;
 	enum spm_gen gen;
+	struct spm_stream_shape shape;
 	void *armed;          /* the buffer the kernel owns now, or NULL */
 	uint32_t armed_size;
 };
@@ -76,6 +75,7 @@ int spm_stream_open(struct spm_stream **out, const struct spm_backend_ops *ops,
 	} else {
 		s->gen = probe_gen(s, label, sizeof(label));
 	}
+	spm_stream_shape_of(s->gen, dev->num_xcc, &s->shape);
 	pr_info("stream", "%s: SPM acquired via %s, kernel generation %s",
 		spm_device_label(dev, label, sizeof(label)), ops->name, spm_gen_name(s->gen));
 	*out = s;
@@ -87,11 +87,14 @@ enum spm_gen spm_stream_gen(const struct spm_stream *s)
 	return s->gen;
 }
 
+const struct spm_stream_shape *spm_stream_shape(const struct spm_stream *s)
+{
+	return &s->shape;
+}
+
 uint32_t spm_stream_overhead(const struct spm_stream *s, uint32_t size)
 {
-	if (s->gen != SPM_GEN_B)
-		return 0;
-	return SPM_HEADER_BYTES < size ? SPM_HEADER_BYTES : size;
+	return s->shape.header_bytes < size ? s->shape.header_bytes : size;
 }
 
 int spm_stream_rotate(struct spm_stream *s, void *next, uint32_t size, uint32_t timeout_ms,

@@ -545,6 +545,34 @@ static void test_loss_line_offset_resync(void)
 	dec_layout_free(l);
 }
 
+/*
+ * The one rule for lost samples (decode.c count_gap): a long stall is
+ * counted with the run's mean period, a fraction of a tick.  A period of
+ * 1560.4 ticks (SCLK 2.1 GHz, interval 32768, 100 MHz ticks) has deltas of
+ * 1560 and 1561; 40000 lost samples counted with the integer median (1560)
+ * would read as 40011.
+ */
+static void test_long_stall_fractional_period(void)
+{
+	struct dec_layout *l = L(WORKED);
+	const uint32_t before = 3000, after = 100, lost = 40000;
+	uint8_t *b = stream(l, before + after, 0, 1, 3);
+	for (uint32_t i = 0; i < before + after; i++) {
+		uint64_t k = i < before ? i : i + lost;
+		put_ts(b + (size_t)i * 320, 1000000 + k * 15604 / 10);
+	}
+	struct cap k = {0};
+	struct dec_stats st;
+	decode_all(l, b, (size_t)(before + after) * 320, false, &k, &st);
+	CU_ASSERT_EQUAL(k.n, before + after);
+	CU_ASSERT_EQUAL(st.gaps, 1);
+	CU_ASSERT_EQUAL(st.median_delta, 1560);
+	CU_ASSERT_EQUAL(st.lost_samples_est, lost);
+	cap_free(&k);
+	free(b);
+	dec_layout_free(l);
+}
+
 /* Gaps without any loss flag: counted against the median delta, chunk cut there. */
 static void test_gaps_counted(void)
 {
@@ -706,6 +734,7 @@ int main(int argc, char **argv)
 		{"decode/backwards_resync", test_backwards_resync, NULL},
 		{"decode/loss_line_offset_resync", test_loss_line_offset_resync, NULL},
 		{"decode/gaps_counted", test_gaps_counted, NULL},
+		{"decode/long_stall_fractional_period", test_long_stall_fractional_period, NULL},
 		{"decode/chunking", test_chunking, NULL},
 		{"decode/wrong_layout", test_wrong_layout, NULL},
 		{"decode/sink_error_sticks", test_sink_error_sticks, NULL},

@@ -976,10 +976,9 @@ static bool run_case(const struct pcase *pc, const char *csvp, const char *truth
 		snprintf(why, wlen, "open: %s", err);
 		goto out;
 	}
-	uint32_t nstreams = spm_stream_gen(s) == SPM_GEN_B ? pc->dev->num_xcc : 1;
+	uint32_t nstreams = spm_stream_shape(s)->nstreams;
 	csv_open_fd(fd, CSV_XCC_COLUMN, &w);
-	struct dthr_opts o = { .layout = lay, .nstreams = nstreams, .per_se = pc->per_se,
-			       .loss = spm_stream_gen(s) == SPM_GEN_B ? DTHR_LOSS_ALIGNED : DTHR_LOSS_RESYNC,
+	struct dthr_opts o = { .layout = lay, .shape = *spm_stream_shape(s), .per_se = pc->per_se,
 			       .per_instance = pc->per_instance, .requests = pc->list, .nreq = pc->n,
 			       .skip_first = true,
 			       .sink = csv_sink, .sink_user = w };
@@ -1023,7 +1022,7 @@ static bool run_case(const struct pcase *pc, const char *csvp, const char *truth
 		struct dthr_xcc x;
 		dthr_stats(dt, k, &x);
 		/* Loss may happen (a fast case on a busy machine); it must be counted exactly. */
-		*lost += x.lost_samples;
+		*lost += x.dec.lost_samples_est;
 		*corrupt += x.dec.corrupt_events;
 		flagged += x.loss_parts;
 	}

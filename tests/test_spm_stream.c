@@ -169,6 +169,37 @@ static void test_gen_a_overhead(void)
 	spm_stream_close(s);
 }
 
+/* What each generation's stream is, said once (spm/shape.c), and what an open stream answers. */
+static void test_shape(void)
+{
+	struct spm_stream_shape a, b, u;
+	CU_ASSERT_EQUAL(spm_stream_shape_of(SPM_GEN_A, 6, &a), 0);
+	CU_ASSERT_EQUAL(a.nstreams, 1); /* one ring whatever the XCC count */
+	CU_ASSERT_FALSE(a.headers);
+	CU_ASSERT_FALSE(a.loss_per_region);
+	CU_ASSERT_EQUAL(a.loss, SPM_LOSS_CUTS_LINES);
+	CU_ASSERT_EQUAL(a.loss_align, 32);
+	CU_ASSERT_EQUAL(spm_stream_shape_of(SPM_GEN_B, 6, &b), 0);
+	CU_ASSERT_EQUAL(b.nstreams, 6);
+	CU_ASSERT_TRUE(b.headers);
+	CU_ASSERT_EQUAL(b.header_bytes, 32);
+	CU_ASSERT_TRUE(b.loss_per_region);
+	CU_ASSERT_EQUAL(b.loss, SPM_LOSS_WHOLE_SAMPLES);
+	CU_ASSERT_EQUAL(spm_stream_shape_of(SPM_GEN_UNKNOWN, 6, &u), -EINVAL);
+	CU_ASSERT_EQUAL(u.nstreams, 0);
+	/* an open stream's shape is its generation's, and its overhead the header */
+	struct spm_stream *s = open_with(-EINVAL, &mi210, SPM_GEN_UNKNOWN);
+	CU_ASSERT_EQUAL(spm_stream_shape(s)->gen, spm_stream_gen(s));
+	CU_ASSERT_EQUAL(spm_stream_shape(s)->nstreams, 1);
+	CU_ASSERT_EQUAL(spm_stream_overhead(s, 4096), spm_stream_shape(s)->header_bytes);
+	spm_stream_close(s);
+	s = open_with(-EBUSY, &mi300a, SPM_GEN_UNKNOWN); /* gen B: one stream per XCC */
+	CU_ASSERT_EQUAL(spm_stream_shape(s)->gen, SPM_GEN_B);
+	CU_ASSERT_EQUAL(spm_stream_shape(s)->nstreams, 6);
+	CU_ASSERT_EQUAL(spm_stream_overhead(s, 4096), 32);
+	spm_stream_close(s);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -176,6 +207,7 @@ int main(int argc, char **argv)
 		{ "stream/acquire_fails", test_acquire_fails, NULL },
 		{ "stream/rotate", test_rotate, NULL },
 		{ "stream/gen_a_overhead", test_gen_a_overhead, NULL },
+		{ "stream/shape", test_shape, NULL },
 		{ NULL, NULL, NULL },
 	};
 	return testenv_run_suite("spm_stream", cases, argc, argv);

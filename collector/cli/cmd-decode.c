@@ -138,15 +138,15 @@ static void container_report(const char *inname, struct dthr *t, uint32_t n)
 		struct dthr_xcc x;
 		if (dthr_stats(t, k, &x) < 0)
 			continue;
-		lost += x.lost_samples;
+		lost += x.dec.lost_samples_est;
 		flagged += x.loss_parts + x.bad_parts;
-		if (x.dec.corrupt_events || x.resyncs || x.lost_samples || x.loss_parts || x.bad_parts)
+		if (x.dec.corrupt_events || x.resyncs || x.dec.lost_samples_est || x.loss_parts || x.bad_parts)
 			fprintf(stderr, "spmtap decode: %s: xcc %u: %" PRIu64 " loss-flagged regions, %"
 				PRIu64 " non-increasing timestamps, %" PRIu64 " resyncs (%" PRIu64
 				" bytes skipped), %" PRIu64 " timestamp gaps (~%" PRIu64
 				" samples lost)\n", inname, k, x.loss_parts + x.bad_parts,
 				x.dec.corrupt_events, x.resyncs, x.dec.dropped_bytes - x.skipped_start, x.dec.gaps,
-				x.lost_samples);
+				x.dec.lost_samples_est);
 	}
 	if (lost || flagged)
 		fprintf(stderr, "spmtap decode: %s: ~%" PRIu64 " samples lost in total (%" PRIu64
@@ -169,7 +169,15 @@ static int decode_container(const char *inname, const char *layout_path, const c
 		return 1;
 	}
 	const struct rawfile_header *h = rawfile_header(r);
-	uint32_t nstreams = h->gen == RAWFILE_GEN_B ? h->num_xcc : 1;
+	/* The container keeps the kernel generation; spm/ says what that stream is. */
+	struct spm_stream_shape shape;
+	if (spm_stream_shape_of((enum spm_gen)h->gen, h->num_xcc, &shape) < 0 ||
+	    shape.nstreams > DEC_MAX_XCC) {
+		fprintf(stderr, "spmtap decode: %s: unknown kernel generation %u or %u XCCs\n", inname,
+			h->gen, h->num_xcc);
+		goto done;
+	}
+	uint32_t nstreams = shape.nstreams;
 	n = rawfile_next(r, &rec, err, sizeof(err));
 	if (n <= 0 || rec.type != RAWFILE_META) {
 		fprintf(stderr, "spmtap decode: %s: %s\n", inname,
@@ -191,9 +199,7 @@ static int decode_container(const char *inname, const char *layout_path, const c
 		goto done;
 	}
 	struct dthr_opts o = {
-		.layout = m.layout, .nstreams = nstreams, .per_se = per_se || m.per_se,
-		/* As record decided live (record-spm.c): gen B flags do not cut the stream. */
-		.loss = h->gen == RAWFILE_GEN_B ? DTHR_LOSS_ALIGNED : DTHR_LOSS_RESYNC,
+		.layout = m.layout, .shape = shape, .per_se = per_se || m.per_se,
 		.per_instance = per_instance || m.per_instance,
 		.requests = m.have_names ? m.names : NULL, .nreq = m.nnames,
 		.sink = csv_sink, .sink_user = w,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spmtap record: the command line.  With --spm it programs counters and
- * writes decoded series (record-spm.c); --raw alone streams bytes into the
- * raw container for checking acquisition (record-raw.c).
+ * spmtap record: the command line.  Every mode (the tick CSV, the raw
+ * container with or without counters, -d/-f outputs, several GPUs, an app)
+ * is a session with writers (record-session.c, collector/lib/session.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -326,8 +326,7 @@ int cmd_record(int argc, char **argv)
 	o.argv = argv;
 	int st = parse_opts(argc, argv, &o);
 	if (st == EXIT_OK)
-		st = rec_wants_session(&o) ? record_session(&o)
-		     : o.spm_names ? record_spm(&o) : record_raw(&o);
+		st = record_session(&o);
 	free(o.spm_names);
 	return st;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * spmtap record through a session (collector/lib/session.h): several GPUs,
- * several output formats at once (-d DIR -o NAME -f csv,perfetto,sqlite),
- * sensors (--smi), and an application to run (-- app args).
+ * spmtap record through a session (collector/lib/session.h), every mode:
+ * several GPUs, several output formats at once (-d DIR -o NAME -f
+ * csv,perfetto,sqlite), sensors (--smi), an application to run (-- app
+ * args); or one GPU's stream as the tick CSV (-o FILE.csv or standard
+ * output, its layout beside it) or the raw container (--raw -o FILE).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,10 +27,28 @@
 #include "collector/lib/smi_source.h"
 #include "log.h"
 
-bool rec_wants_session(const struct rec_opts *o)
+/* -d DIR, -f, --smi, an app, phases or a GPU list: the -f outputs; otherwise one stream's file. */
+static bool wants_formats(const struct rec_opts *o)
 {
 	return !o->raw && (o->dir || o->formats || o->smi || o->app || o->nphases ||
 			   (o->device && (strchr(o->device, ',') || !strcmp(o->device, "all"))));
+}
+
+/* x.csv -> x.layout.json; anything else gets .layout.json appended. */
+static int write_layout(const char *out, const char *text)
+{
+	size_t n = strlen(out);
+	if (n > 4 && !strcmp(out + n - 4, ".csv"))
+		n -= 4;
+	char p[4096];
+	snprintf(p, sizeof(p), "%.*s.layout.json", (int)n, out);
+	FILE *f = fopen(p, "we");
+	int bad = !f || fputs(text, f) < 0 || fputc('\n', f) < 0;
+	if (f && fclose(f))
+		bad = 1;
+	if (bad)
+		fprintf(stderr, "spmtap record: %s: %s\n", p, strerror(errno));
+	return bad ? EXIT_FAIL : EXIT_OK;
 }
 
 static void outerr(const char *msg)
@@ -236,7 +256,9 @@ int record_session(const struct rec_opts *o)
 		cli_target_free(&t);
 		return t.ndev ? EXIT_USAGE : EXIT_FAIL;
 	}
-	if (session_parse_formats(o->formats ? o->formats : "csv", fmts, &nfmt, err, sizeof(err)) < 0 ||
+	bool formats = wants_formats(o);
+	if ((formats && session_parse_formats(o->formats ? o->formats : "csv", fmts, &nfmt, err,
+					      sizeof(err)) < 0) ||
 	    (o->smi && session_parse_smi(o->smi, &smi, err, sizeof(err)) < 0)) {
 		fprintf(stderr, "spmtap record: %s\n", err);
 		cli_target_free(&t);
@@ -290,6 +312,9 @@ int record_session(const struct rec_opts *o)
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
 		.dir = o->dir ? o->dir : ".", .name = name, .formats = fmts, .nformats = nfmt,
 		.command_line = cmdline, .markers = o->app != NULL,
+		.raw_path = o->raw ? o->out : NULL,
+		.ticks_csv = formats || o->raw ? NULL : o->out ? o->out : "-",
+		.device_spec = o->device, .duration_s = o->duration,
 	};
 	struct emu_sched sched = { 0 };
 	int rc = session_open(&S, &so, err, sizeof(err));
@@ -298,6 +323,11 @@ int record_session(const struct rec_opts *o)
 		st = rc == -EBUSY ? EXIT_BUSY : rc == -EINVAL ? EXIT_USAGE : EXIT_FAIL;
 		goto out;
 	}
+	if (o->size_given && session_size_note(S, 0)[0])
+		outerr(session_size_note(S, 0));
+	/* The tick CSV's layout descriptor goes beside it, as `spmtap decode --layout` reads it. */
+	if (so.ticks_csv && strcmp(so.ticks_csv, "-") && (st = write_layout(o->out, session_layout(S, 0))))
+		goto out;
 	sigset_t old;
 	rec_signals_install();
 	rec_signals_block(&old);
@@ -371,11 +401,17 @@ int record_session(const struct rec_opts *o)
 	sched.off1 = boot_minus_raw();
 	if (wants_emulator_phases(o) && emulator_phases(&sched) < 0)
 		st = EXIT_FAIL;
-	rc = session_stop(S, err, sizeof(err));
-	summary(S, secs);
 	if (rec_stop_signal)
-		fprintf(stderr, "spmtap record: stopped by %s; counters stopped, data drained, outputs complete\n",
-			strsignal(rec_stop_signal));
+		session_set_stop_reason(S, strsignal(rec_stop_signal));
+	rc = session_stop(S, err, sizeof(err));
+	if (!formats) {
+		rec_summary_stream(S, o, secs);
+	} else {
+		summary(S, secs);
+		if (rec_stop_signal)
+			fprintf(stderr, "spmtap record: stopped by %s; counters stopped, data drained, "
+				"outputs complete\n", strsignal(rec_stop_signal));
+	}
 	struct mk_stats ms;
 	if (session_marker_stats(S, &ms) == 0 && (ms.events || ms.threads_refused))
 		fprintf(stderr, "spmtap record: markers: %" PRIu64 " regions from %u thread(s)%s\n", ms.regions,

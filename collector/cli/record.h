@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the two recording paths of `spmtap record` share: the options, the
- * stop signals, the raw container's metadata and its per-region records.
- * record-raw.c streams bytes without programming counters (checked with the
- * emulator's test pattern); record-spm.c programs counters and decodes.
+ * `spmtap record`: the options (cmd-record.c), the stop signals
+ * (record-common.c), the run (record-session.c: every mode is a session with
+ * writers) and the end-of-stream summary (record-summary.c).
  */
 #ifndef SPMTAP_CLI_RECORD_H
 #define SPMTAP_CLI_RECORD_H
 
-#include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,7 +14,7 @@
 
 #include "collector/cli/cli.h"
 #include "collector/lib/feeder.h"
-#include "collector/lib/rawfile.h"
+#include "collector/lib/session.h"
 
 #define REC_MAX_COUNTERS 256
 
@@ -66,33 +64,10 @@ void rec_signals_block(sigset_t *old);
 void rec_signals_restore(const sigset_t *old);
 
 uint64_t rec_now_ns(clockid_t c);
-/* Append j (consumed) as one JSON record. */
-int rec_append_json(struct rawfile_writer *w, uint16_t type, json_t *j, char *err, size_t errlen);
-json_t *rec_meta_json(const struct spm_device *d, const char *backend, enum spm_gen gen,
-		      const struct rec_opts *o, uint32_t size, uint32_t nbuf);
+/* The end of one GPU's stream written as a tick CSV or a raw container (record-summary.c). */
+void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs);
 
-/* Per-XCC counts of the regions written to a raw container. */
-struct rec_totals {
-	uint64_t bytes[DEC_MAX_XCC];
-	uint64_t regions[DEC_MAX_XCC];
-	uint64_t loss_regions[DEC_MAX_XCC];
-	uint64_t bad_regions[DEC_MAX_XCC];
-	uint64_t buffers;
-	uint64_t last_seq;
-	int write_error;
-	char write_msg[600];
-};
-/* One region into the container (a record even when empty, if flagged); counts it. */
-void rec_raw_region(struct rawfile_writer *w, struct rec_totals *t, const struct feeder_buf *b,
-		    const struct dec_part *p, const void *data);
-/* The container's fixed header for this device and stream. */
-void rec_raw_header(struct rawfile_header *h, const struct spm_device *dev, const char *backend,
-		    enum spm_gen gen, uint32_t size, uint32_t nbuffers);
-
-int record_raw(const struct rec_opts *o);
-int record_spm(const struct rec_opts *o);
+/* Every mode of `spmtap record` is a session with writers (collector/lib/session.h). */
 int record_session(const struct rec_opts *o);
-/* Whether the options ask for the session path (-d DIR, -f, --smi, a device list, an app). */
-bool rec_wants_session(const struct rec_opts *o);
 
 #endif

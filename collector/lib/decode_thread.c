@@ -11,20 +11,19 @@
 #include "collector/lib/decode_thread.h"
 #include "log.h"
 
-/* Where the previous chunk of an XCC ended, and its mean sample period. */
-struct gapper {
-	bool have_last;
+/* Where an XCC's first sample came out: what the decoder dropped before it was the start's. */
+struct start {
+	bool seen;         /* a sample came out */
 	bool fed;          /* any bytes yet: the first are fed with loss_before */
 	uint64_t skipped;  /* decoder's dropped bytes when the first sample came out */
 	uint64_t resyncs0; /* and its resync count then */
-	uint64_t last_ts;
-	double period; /* ticks; 0 until a chunk of >= 8 samples was seen */
-	uint64_t lost;
 };
 
 struct dthr {
 	struct dthr_opts o;
-	struct gapper gap[DEC_MAX_XCC];
+	struct start start[DEC_MAX_XCC];
+	uint64_t lost_seen[DEC_MAX_XCC]; /* decode thread's: what lost_live already holds */
+	atomic_uint_least64_t lost_live;
 	struct dec *dec;
 	struct agg *agg;
 	uint32_t sample_bytes;
@@ -49,37 +48,18 @@ static int fail(struct dthr *t, int rc, const char *what)
 	return t->error;
 }
 
-static void count_gap(struct gapper *g, const struct dec_chunk *c)
-{
-	if (!c->nsamples)
-		return;
-	if (g->have_last && g->period > 0 && c->timestamp[0] > g->last_ts) {
-		double n = (double)(c->timestamp[0] - g->last_ts) / g->period;
-		/* The decoder's own threshold: 1.5 periods. */
-		if (n > 1.5)
-			g->lost += (uint64_t)(n + 0.5) - 1;
-	}
-	if (c->nsamples >= 8)
-		g->period = (double)(c->timestamp[c->nsamples - 1] - c->timestamp[0]) /
-			    (double)(c->nsamples - 1);
-	g->have_last = true;
-	g->last_ts = c->timestamp[c->nsamples - 1];
-}
-
 /* The aggregator needs the decoder's columns, so it exists only after dec_open. */
 static int to_agg(void *user, const struct dec_chunk *c)
 {
 	struct dthr *t = user;
-	if (c->xcc < DEC_MAX_XCC) {
-		struct gapper *g = &t->gap[c->xcc];
-		if (!g->have_last) {
-			struct dec_stats st;
-			if (dec_stats(t->dec, c->xcc, &st) == 0) {
-				g->skipped = st.dropped_bytes;
-				g->resyncs0 = st.resyncs;
-			}
+	if (c->xcc < DEC_MAX_XCC && c->nsamples && !t->start[c->xcc].seen) {
+		struct start *g = &t->start[c->xcc];
+		struct dec_stats st;
+		if (dec_stats(t->dec, c->xcc, &st) == 0) {
+			g->skipped = st.dropped_bytes;
+			g->resyncs0 = st.resyncs;
 		}
-		count_gap(g, c);
+		g->seen = true;
 	}
 	return agg_sink(t->agg, c);
 }
@@ -87,16 +67,19 @@ static int to_agg(void *user, const struct dec_chunk *c)
 int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t errlen)
 {
 	*out = NULL;
-	if (!o || !o->layout || !o->nstreams || o->nstreams > DEC_MAX_XCC)
-		return spmtap_seterr(err, errlen, EINVAL, "decoder: need a layout and 1..%u streams",
-				     DEC_MAX_XCC);
+	if (!o || !o->shape.nstreams || o->shape.nstreams > DEC_MAX_XCC)
+		return spmtap_seterr(err, errlen, EINVAL, "decoder: need 1..%u streams", DEC_MAX_XCC);
 	struct dthr *t = calloc(1, sizeof(*t));
 	if (!t)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	t->o = *o;
+	*out = t;
+	if (!o->layout)
+		return 0;
+	*out = NULL;
 	t->sample_bytes = o->layout->sample_bytes;
 	struct dec_opts dopts = { .sz = sizeof(dopts), .per_se = o->per_se };
-	int rc = dec_open(o->layout, o->nstreams, &dopts, to_agg, t, &t->dec, err, errlen);
+	int rc = dec_open(o->layout, o->shape.nstreams, &dopts, to_agg, t, &t->dec, err, errlen);
 	if (rc == 0)
 		rc = agg_open(dec_columns(t->dec), dec_ncols(t->dec), o->requests, o->nreq,
 			      o->per_instance, o->sink, o->sink_user, &t->agg, err, errlen);
@@ -110,12 +93,12 @@ int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t er
 
 uint32_t dthr_ncols(const struct dthr *t)
 {
-	return agg_ncols(t->agg);
+	return t->agg ? agg_ncols(t->agg) : 0;
 }
 
 const struct dec_column *dthr_columns(const struct dthr *t)
 {
-	return agg_columns(t->agg);
+	return t->agg ? agg_columns(t->agg) : NULL;
 }
 
 uint32_t dthr_sample_bytes(const struct dthr *t)
@@ -125,16 +108,17 @@ uint32_t dthr_sample_bytes(const struct dthr *t)
 
 int dthr_feed(struct dthr *t, uint32_t xcc, const void *bytes, size_t len, bool loss, bool bad)
 {
-	if (xcc >= t->o.nstreams)
+	if (xcc >= t->o.shape.nstreams)
 		return fail(t, -EINVAL, "a part names an XCC beyond the stream count");
 	struct dthr_xcc *x = &t->x[xcc];
 	x->parts++;
 	x->loss_parts += loss;
 	x->bad_parts += bad;
-	if (t->error)
+	x->bytes += len;
+	if (t->error || !t->dec)
 		return t->error;
 	/* Untrusted framing: its bytes are not fed, and the stream cannot continue across it. */
-	bool cut = bad || (loss && t->o.loss == DTHR_LOSS_RESYNC);
+	bool cut = bad || (loss && t->o.shape.loss == SPM_LOSS_CUTS_LINES);
 	if (bad)
 		len = 0;
 	/* An empty part carries its cut to the next bytes, so a raw container
@@ -143,10 +127,15 @@ int dthr_feed(struct dthr *t, uint32_t xcc, const void *bytes, size_t len, bool 
 		t->loss_next[xcc] |= cut;
 		return 0;
 	}
-	bool before = cut || t->loss_next[xcc] || !t->gap[xcc].fed;
+	bool before = cut || t->loss_next[xcc] || !t->start[xcc].fed;
 	t->loss_next[xcc] = cut;
-	t->gap[xcc].fed = true;
+	t->start[xcc].fed = true;
 	int rc = dec_feed(t->dec, xcc, bytes, len, before);
+	struct dec_stats st;
+	if (dec_stats(t->dec, xcc, &st) == 0 && st.lost_samples_est != t->lost_seen[xcc]) {
+		atomic_fetch_add(&t->lost_live, st.lost_samples_est - t->lost_seen[xcc]);
+		t->lost_seen[xcc] = st.lost_samples_est;
+	}
 	if (rc < 0) {
 		char m[SPM_ERRLEN];
 		snprintf(m, sizeof(m), "writing decoded samples failed: %s", spmtap_strerror(rc));
@@ -157,14 +146,8 @@ int dthr_feed(struct dthr *t, uint32_t xcc, const void *bytes, size_t len, bool 
 
 static void consume(struct dthr *t, struct feeder_buf *b)
 {
-	struct dec_part parts[DEC_MAX_XCC];
-	int n = feeder_split(t->f, b, parts, DEC_MAX_XCC);
-	if (n < 0) {
-		fail(t, n, "a retired buffer could not be split into XCC regions");
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		const struct dec_part *p = &parts[i];
+	for (uint32_t i = 0; i < b->nparts; i++) {
+		const struct dec_part *p = &b->parts[i];
 		const unsigned char *data = (const unsigned char *)b->data + p->offset;
 		if (t->o.part && !t->error) {
 			int rc = t->o.part(t->o.part_user, b, p, data);
@@ -217,7 +200,7 @@ int dthr_finish(struct dthr *t)
 		pthread_join(t->tid, NULL);
 		t->started = false;
 	}
-	if (!t->error) {
+	if (!t->error && t->dec) {
 		int rc = dec_flush(t->dec);
 		if (rc < 0) {
 			char m[SPM_ERRLEN];
@@ -235,20 +218,25 @@ const char *dthr_error(const struct dthr *t)
 
 int dthr_stats(const struct dthr *t, uint32_t xcc, struct dthr_xcc *out)
 {
-	if (xcc >= t->o.nstreams)
+	if (xcc >= t->o.shape.nstreams)
 		return -EINVAL;
 	*out = t->x[xcc];
-	out->lost_samples = t->gap[xcc].lost;
-	out->skipped_start = t->gap[xcc].skipped;
-	int rc = dec_stats(t->dec, xcc, &out->dec);
+	out->skipped_start = t->start[xcc].skipped;
+	memset(&out->dec, 0, sizeof(out->dec));
+	int rc = t->dec ? dec_stats(t->dec, xcc, &out->dec) : 0;
 	/* Before any sample everything dropped is still the start's. */
-	if (!t->gap[xcc].have_last) {
+	if (!t->start[xcc].seen) {
 		out->skipped_start = out->dec.dropped_bytes;
 		out->resyncs = 0;
 	} else {
-		out->resyncs = out->dec.resyncs - t->gap[xcc].resyncs0;
+		out->resyncs = out->dec.resyncs - t->start[xcc].resyncs0;
 	}
 	return rc;
+}
+
+uint64_t dthr_lost_live(const struct dthr *t)
+{
+	return atomic_load(&((struct dthr *)t)->lost_live);
 }
 
 void dthr_close(struct dthr *t)

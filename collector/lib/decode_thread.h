@@ -6,19 +6,19 @@
  * container, so a recording and its offline re-decode go through one code
  * path and give the same rows.  A later writer thread plugs in as the sink.
  *
- * What a kernel loss flag means for the bytes is the caller's to say
- * (dthr_opts.loss), because it differs between kernels:
- *  - DTHR_LOSS_RESYNC: whole lines were discarded somewhere around the
+ * What a kernel loss flag means for the bytes is the stream's shape
+ * (spm.h, struct spm_stream_shape, given in dthr_opts.shape):
+ *  - SPM_LOSS_CUTS_LINES: whole lines were discarded somewhere around the
  *    flagged part (gen A discards the ring when the buffer is full, so the
  *    gap follows the flagged data), possibly mid-sample.  The flagged part
  *    and the next part of that XCC are fed with loss_before, so the decoder
  *    drops the carried partial sample and searches the alignment on both
  *    sides.
- *  - DTHR_LOSS_ALIGNED: the flag does not cut the byte stream (gen B flags
- *    a region that was full while the ring kept the data, and its RLC
- *    stalls for whole samples), so parts are fed as they are.
- * Either way the samples lost show up as timestamp gaps, which is what is
- * counted (SPM.md 5.8); the flags are counted per part.
+ *  - SPM_LOSS_WHOLE_SAMPLES: the flag does not cut the byte stream, so
+ *    parts are fed as they are.
+ * Either way the samples lost show up as timestamp gaps, which the decoder
+ * counts (dec_stats.lost_samples_est, the one rule; SPM.md 5.8); the flags
+ * are counted per part.
  *
  * Every XCC's stream may begin anywhere in a sample (a recording starts at
  * a flush, not at a sample boundary), so its first bytes are always fed
@@ -35,6 +35,7 @@
 #include "collector/lib/feeder.h"
 #include "decoder/decode.h"
 #include "decoder/layout.h"
+#include "spm/spm.h"
 
 struct dthr;
 
@@ -42,12 +43,12 @@ struct dthr;
 typedef int (*dthr_part_fn)(void *user, const struct feeder_buf *b, const struct dec_part *p,
 			    const void *data);
 
-enum dthr_loss { DTHR_LOSS_RESYNC = 0, DTHR_LOSS_ALIGNED = 1 };
-
 struct dthr_opts {
+	/* NULL: no counters were programmed (the emulator's test pattern, `record
+	 * --raw` alone): parts go to the part callback and are counted, bytes and
+	 * kernel flags, nothing is decoded. */
 	const struct dec_layout *layout;
-	enum dthr_loss loss;          /* what a kernel loss flag means (above) */
-	uint32_t nstreams;            /* XCC streams: num_xcc for gen B, 1 for gen A */
+	struct spm_stream_shape shape; /* XCC streams, what a loss flag means (above) */
 	bool per_se;                  /* decoder: one column per SE */
 	bool per_instance;            /* aggregation off */
 	const char *const *requests;  /* the user's counter names (aggregate.h); NULL: sum all */
@@ -59,17 +60,10 @@ struct dthr_opts {
 	bool skip_first;              /* thread use: drop the first retired buffer (prime.h) */
 };
 
-/*
- * Per XCC stream, for summaries and end records.  `lost_samples` is this
- * module's count, not dec_stats.lost_samples_est: across each chunk boundary
- * the timestamp delta is divided by the mean sample period of the chunk
- * before (a fraction of a tick, where the decoder's integer median would
- * drift by one sample per few hundred lost), so a long stall is counted
- * exactly.
- */
+/* Per XCC stream, for summaries and end records; lost samples are dec.lost_samples_est. */
 struct dthr_xcc {
-	struct dec_stats dec;
-	uint64_t lost_samples;
+	struct dec_stats dec;         /* zero without a layout */
+	uint64_t bytes;               /* in the parts, as the framing gave them */
 	uint64_t skipped_start;       /* bytes before the first sample: not loss */
 	uint64_t resyncs;             /* alignment searches after the start's */
 	uint64_t parts;
@@ -100,6 +94,8 @@ const char *dthr_error(const struct dthr *t);
 
 int dthr_stats(const struct dthr *t, uint32_t xcc, struct dthr_xcc *out);
 uint32_t dthr_sample_bytes(const struct dthr *t);
+/* Samples lost so far over every XCC (the decoder's count), cheap from any thread. */
+uint64_t dthr_lost_live(const struct dthr *t);
 void dthr_close(struct dthr *t);
 
 #endif

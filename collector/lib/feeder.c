@@ -30,8 +30,7 @@
 
 struct feeder {
 	struct spm_stream *s;
-	uint32_t num_xcc;
-	bool headers; /* the stream's buffers carry per-region headers */
+	struct spm_stream_shape shape; /* copied: the stream goes away before the consumer does */
 	uint32_t size, nbuf;
 	struct feeder_buf *bufs;
 	struct spsc retired, free;
@@ -109,22 +108,23 @@ static void nap(struct feeder *f, uint32_t us)
 	pthread_mutex_unlock(&f->ctl_lock);
 }
 
-/* Fill in the framing summary of a buffer the kernel just gave back. */
+/* Split a buffer the kernel just gave back into its parts: the only split it gets. */
 static uint32_t frame_summary(struct feeder *f, struct feeder_buf *b, const struct spm_retired *r)
 {
-	struct dec_part parts[DEC_MAX_XCC];
 	uint32_t max_part = 0;
 	b->args_bytes = r->args_bytes;
 	b->args_loss = r->args_loss;
 	b->bytes = b->loss_parts = b->bad_parts = 0;
-	int n = dec_frame_split(f->headers, f->num_xcc, b->data, b->size, r->args_bytes, r->args_loss,
-				parts, DEC_MAX_XCC);
-	for (int i = 0; i < n; i++) {
-		b->bytes += parts[i].bytes;
-		b->loss_parts += parts[i].loss;
-		b->bad_parts += parts[i].bad;
-		if (parts[i].bytes > max_part)
-			max_part = parts[i].bytes;
+	int n = dec_frame_split(f->shape.headers, f->shape.nstreams, b->data, b->size, r->args_bytes,
+				r->args_loss, b->parts, DEC_MAX_XCC);
+	b->nparts = n > 0 ? (uint32_t)n : 0;
+	for (uint32_t i = 0; i < b->nparts; i++) {
+		const struct dec_part *p = &b->parts[i];
+		b->bytes += p->bytes;
+		b->loss_parts += p->loss;
+		b->bad_parts += p->bad;
+		if (p->bytes > max_part)
+			max_part = p->bytes;
 	}
 	return max_part;
 }
@@ -158,7 +158,7 @@ static int rotate(struct feeder *f, struct feeder_buf *armed, struct feeder_buf 
 {
 	char msg[SPM_ERRLEN] = "";
 	if (next)
-		dec_frame_poison(f->headers, f->num_xcc, next->data, next->size);
+		dec_frame_poison(f->shape.headers, f->shape.nstreams, next->data, next->size);
 	memset(r, 0, sizeof(*r));
 	int rc = spm_stream_rotate(f->s, next ? next->data : NULL, f->size, 0, r, msg, sizeof(msg));
 	if (rc < 0) {
@@ -177,7 +177,7 @@ static uint32_t next_period(struct feeder *f, uint32_t period, uint32_t max_part
 {
 	if (loss)
 		return period / 2 > MIN_PERIOD_US ? period / 2 : MIN_PERIOD_US;
-	uint32_t cap = f->size / f->num_xcc;
+	uint32_t cap = f->size / f->shape.nstreams;
 	uint32_t oh = spm_stream_overhead(f->s, f->size);
 	cap = cap > oh ? cap - oh : cap;
 	if (max_part == 0 || dt_ns == 0)
@@ -217,7 +217,7 @@ static void maybe_stall(struct feeder *f, uint64_t start_ns)
 static void drain_and_stop(struct feeder *f, struct feeder_buf *armed)
 {
 	struct spm_retired r;
-	uint32_t cap = f->size / f->num_xcc;
+	uint32_t cap = f->size / f->shape.nstreams;
 	uint32_t oh = spm_stream_overhead(f->s, f->size);
 	cap = cap > oh ? cap - oh : cap;
 	uint32_t max_calls = SPM_KERNEL_RING_BYTES / (cap ? cap : 1) + 1 + DRAIN_EXTRA_CALLS;
@@ -335,8 +335,7 @@ int feeder_start(struct feeder **out, struct spm_stream *s, const struct spm_dev
 		return rc;
 	}
 	f->s = s;
-	f->num_xcc = spm_stream_gen(s) == SPM_GEN_B ? dev->num_xcc : 1;
-	f->headers = spm_stream_gen(s) == SPM_GEN_B;
+	f->shape = *spm_stream_shape(s);
 	f->size = feeder_round_size(o.buffer_size, dev->num_xcc, NULL, 0);
 	f->nbuf = o.nbuffers;
 	f->bufs = calloc(f->nbuf, sizeof(*f->bufs));
@@ -397,12 +396,7 @@ int feeder_next(struct feeder *f, struct feeder_buf **b, int timeout_ms)
 	return rc;
 }
 
-int feeder_split(const struct feeder *f, const struct feeder_buf *b, struct dec_part *parts,
-		 uint32_t max)
-{
-	return dec_frame_split(f->headers, f->num_xcc, b->data, b->size, b->args_bytes, b->args_loss,
-			       parts, max);
-}
+const struct spm_stream_shape *feeder_shape(const struct feeder *f) { return &f->shape; }
 
 void feeder_put(struct feeder *f, struct feeder_buf *b)
 {

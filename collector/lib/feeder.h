@@ -31,6 +31,9 @@ struct feeder_buf {
 	uint32_t size;
 	uint32_t args_bytes;  /* the ioctl's bytes_copied */
 	uint32_t args_loss;   /* the ioctl's has_data_loss */
+	/* The buffer split into its per-XCC parts once, when it was retired (decoder/frame.h). */
+	struct dec_part parts[DEC_MAX_XCC];
+	uint32_t nparts;
 	uint32_t bytes;       /* data bytes over all parts, from the framing */
 	uint32_t loss_parts;  /* parts flagged loss by the kernel */
 	uint32_t bad_parts;   /* parts whose framing could not be trusted */
@@ -88,9 +91,8 @@ uint32_t feeder_nbuffers(const struct feeder *f);
  * retired buffer has been taken.
  */
 int feeder_next(struct feeder *f, struct feeder_buf **b, int timeout_ms);
-/* Per-XCC parts of a retired buffer (decoder/frame.h); the count or -errno. */
-int feeder_split(const struct feeder *f, const struct feeder_buf *b, struct dec_part *parts,
-		 uint32_t max);
+/* The shape of the stream the feeder owns (spm.h). */
+const struct spm_stream_shape *feeder_shape(const struct feeder *f);
 /* Give a buffer back; it may be armed again. */
 void feeder_put(struct feeder *f, struct feeder_buf *b);
 /* Ask the thread to drain and stop; returns at once. Safe to call twice. */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collector/lib/rawfile.h"
+#include "spm/spm.h"
 #include "decoder/frame.h"
 #include "log.h"
 #include "le.h"
@@ -79,6 +80,9 @@ static int fail(struct rawfile_writer *w, int rc, const char *what, char *err, s
 	}
 	return spmtap_seterr(err, errlen, w->error, "%s", w->errmsg);
 }
+
+/* The container stores the kernel generation as spm.h numbers it, so spm_stream_shape_of reads it back. */
+_Static_assert((int)RAWFILE_GEN_A == (int)SPM_GEN_A && (int)RAWFILE_GEN_B == (int)SPM_GEN_B, "gen numbers");
 
 int rawfile_create(struct rawfile_writer **out, const char *path, const struct rawfile_header *h,
 		   char *err, size_t errlen)

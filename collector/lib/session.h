@@ -56,6 +56,17 @@ struct session_opts {
 	const struct writer_ops *const *formats;
 	size_t nformats;
 	const char *command_line;       /* for the metadata */
+	/*
+	 * Outputs of one GPU's stream (ngpus 1), beside or instead of formats:
+	 * the raw container (docs/raw-format.md), fed every framed region before
+	 * it is decoded; without counters nothing is decoded and only bytes and
+	 * kernel flags are accounted.  The tick-only CSV (writer_csv_ticks), "-"
+	 * for standard output.
+	 */
+	const char *raw_path;
+	const char *ticks_csv;
+	const char *device_spec;        /* for the raw container's metadata: --device as given */
+	double duration_s;              /* and --duration (0: none) */
 	uint32_t queue_chunks;          /* 0: SESSION_QUEUE_DEFAULT */
 	/* Every chunk, on the writer thread, after the writers; nonzero return fails the session. */
 	int (*on_chunk)(const struct series_chunk *c, void *user);
@@ -80,6 +91,9 @@ struct session_xcc {
 	uint64_t resync_bytes;     /* dropped: partial samples cut by loss, resync skips */
 	uint64_t prestart_bytes;   /* before the first sample boundary: not loss */
 	uint64_t trailing_bytes;   /* a partial sample at the end */
+	uint64_t gaps;             /* timestamp gaps the lost samples were counted in */
+	uint64_t resyncs;          /* alignment searches after the start's */
+	uint64_t regions;          /* parts retired (every buffer has one per XCC stream) */
 };
 
 struct session_gpu_stats {
@@ -88,6 +102,12 @@ struct session_gpu_stats {
 	struct session_xcc xcc[16];
 	uint64_t first_buffer_bytes; /* feeder seq 0: pre-program bytes, dropped by design */
 	uint64_t overrun_polls;
+	uint64_t polls, loss_buffers, bad_buffers;
+	uint64_t buffers;          /* retired by the feeder (the first, pre-program one included) */
+	uint32_t drain_calls;
+	bool drain_capped;
+	uint32_t ncols;            /* decoded columns; 0 without counters */
+	uint32_t sample_size;      /* bytes of one sample; 0 without counters */
 	uint64_t smi_samples, smi_missed;
 	uint32_t tb_pairs;
 	double tb_rms_ns, tb_max_ns, tb_ppm;
@@ -117,6 +137,12 @@ struct mk_stats;
 int session_marker_stats(const struct session *s, struct mk_stats *st);
 /* A writer or a decoder failed (the session keeps draining; stop it). */
 bool session_failed(struct session *s);
+/* Why the recording ends (e.g. a signal's name), for the raw container's end record; a static string. */
+void session_set_stop_reason(struct session *s, const char *why);
+/* GPU i's layout descriptor (spmtap-layout JSON), NULL without counters. */
+const char *session_layout(const struct session *s, size_t i);
+/* GPU i's note when its buffer size was adjusted, or "". */
+const char *session_size_note(const struct session *s, size_t i);
 /* Stop counters, drain, write the end metadata, close outputs.  0 or the first error. */
 int session_stop(struct session *s, char *err, size_t errlen);
 size_t session_ngpus(const struct session *s);

@@ -18,6 +18,7 @@ int spsc_init(struct spsc *q, uint32_t cap)
 	/* Timed waits must not jump when someone sets the wall clock. */
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&q->cond, &ca);
+	pthread_cond_init(&q->room, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&q->lock, NULL);
 	return 0;
@@ -29,8 +30,32 @@ void spsc_destroy(struct spsc *q)
 		return;
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
+	pthread_cond_destroy(&q->room);
 	free(q->slot);
 	q->slot = NULL;
+}
+
+/* With the lock held and room: the item goes in. */
+static void put(struct spsc *q, void *item)
+{
+	q->slot[(q->head + q->count) % q->cap] = item;
+	q->count++;
+	q->pushed++;
+	pthread_cond_signal(&q->cond);
+}
+
+int spsc_push_wait(struct spsc *q, void *item)
+{
+	pthread_mutex_lock(&q->lock);
+	if (q->count == q->cap && !q->closed)
+		q->blocked++;
+	while (q->count == q->cap && !q->closed)
+		pthread_cond_wait(&q->room, &q->lock);
+	int rc = q->closed ? -EPIPE : 0;
+	if (!rc)
+		put(q, item);
+	pthread_mutex_unlock(&q->lock);
+	return rc;
 }
 
 int spsc_push(struct spsc *q, void *item)
@@ -43,10 +68,7 @@ int spsc_push(struct spsc *q, void *item)
 		q->full++;
 		rc = -ENOSPC;
 	} else {
-		q->slot[(q->head + q->count) % q->cap] = item;
-		q->count++;
-		q->pushed++;
-		pthread_cond_signal(&q->cond);
+		put(q, item);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return rc;
@@ -76,6 +98,7 @@ int spsc_pop(struct spsc *q, void **item, int timeout_ms)
 		*item = q->slot[q->head];
 		q->head = (q->head + 1) % q->cap;
 		q->count--;
+		pthread_cond_signal(&q->room);
 	} else {
 		rc = q->closed ? -ENODATA : -EAGAIN;
 	}
@@ -88,6 +111,7 @@ void spsc_close(struct spsc *q)
 	pthread_mutex_lock(&q->lock);
 	q->closed = true;
 	pthread_cond_broadcast(&q->cond);
+	pthread_cond_broadcast(&q->room);
 	pthread_mutex_unlock(&q->lock);
 }
 

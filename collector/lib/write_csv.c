@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Streaming CSV writer for decoder chunks (write_csv.h, docs/decode-csv.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "collector/lib/write_csv.h"
+#include "collector/lib/writer.h"
 
 #define BUF_BYTES (256u * 1024)
 /* Longest row cell: 20 digits + comma. */
@@ -154,3 +156,98 @@ void csv_close(struct csv_writer *w)
 {
 	free(w);
 }
+
+/*
+ * The same CSV as a session's writer (writer.h): `spmtap record --spm [-o
+ * FILE.csv]`, one GPU, raw GPU ticks, rows as `spmtap decode` writes them
+ * from the raw container.  Only SPM streams are written; "-" is standard
+ * output.  Not a -f format: the session's CSV (write_csv_series.c) puts
+ * every source on the recording's timebase.
+ */
+struct writer {
+	struct csv_writer *csv;
+	int fd;
+	char *path;
+	bool begun;
+};
+
+static int ticks_fail(struct writer *w, int rc, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s: %s", w->path, w->csv && w->csv->msg[0] ? w->csv->msg : strerror(-rc));
+	return rc;
+}
+
+static int ticks_open(struct writer **out, const char *path, const struct writer_meta *meta,
+		      char *err, size_t errlen)
+{
+	(void)meta;
+	bool std = !strcmp(path, "-");
+	struct writer *w = calloc(1, sizeof(*w));
+	if (!w || !(w->path = strdup(std ? "standard output" : path))) {
+		free(w);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	w->fd = std ? STDOUT_FILENO : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0 || csv_open_fd(w->fd, CSV_XCC_COLUMN, &w->csv) < 0) {
+		int rc = w->fd < 0 ? -errno : -ENOMEM;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		if (w->fd > STDOUT_FILENO)
+			close(w->fd);
+		free(w->path);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+/* The header comes with the first SPM stream; every XCC's has the same columns. */
+static int ticks_begin(struct writer *w, const struct series_stream *s, char *err, size_t errlen)
+{
+	if (w->begun || strcmp(s->source, "spm"))
+		return 0;
+	struct dec_column *cols = calloc(s->ncols ? s->ncols : 1, sizeof(*cols));
+	if (!cols)
+		return ticks_fail(w, -ENOMEM, err, errlen);
+	for (uint32_t k = 0; k < s->ncols; k++)
+		snprintf(cols[k].name, sizeof(cols[k].name), "%s", s->cols[k].name);
+	int rc = csv_begin(w->csv, cols, s->ncols);
+	free(cols);
+	w->begun = true;
+	return rc < 0 ? ticks_fail(w, rc, err, errlen) : 0;
+}
+
+static int ticks_write(struct writer *w, const struct series_chunk *c, char *err, size_t errlen)
+{
+	if (strcmp(c->stream->source, "spm") || !c->ticks)
+		return 0;
+	struct dec_chunk d = {
+		.xcc = (uint32_t)c->stream->xcc, .nsamples = c->n, .ncols = c->stream->ncols,
+		.timestamp = c->ticks, .values = (const uint64_t *const *)c->values,
+		.saturated = c->missing,
+	};
+	int rc = csv_write(w->csv, &d);
+	return rc < 0 ? ticks_fail(w, rc, err, errlen) : 0;
+}
+
+static int ticks_end(struct writer *w, char *err, size_t errlen)
+{
+	int rc = csv_end(w->csv);
+	if (rc < 0 && err)
+		ticks_fail(w, rc, err, errlen);
+	if (w->fd > STDOUT_FILENO && close(w->fd) < 0 && !rc) {
+		rc = -errno;
+		if (err)
+			snprintf(err, errlen, "%s: close: %s", w->path, strerror(errno));
+	}
+	csv_close(w->csv);
+	free(w->path);
+	free(w);
+	return rc;
+}
+
+const struct writer_ops writer_csv_ticks = {
+	.name = "csv-ticks", .ext = ".csv", .open = ticks_open, .begin = ticks_begin,
+	.write = ticks_write, .end = ticks_end,
+};

@@ -52,6 +52,8 @@ struct writer_ops {
 extern const struct writer_ops writer_csv;
 extern const struct writer_ops writer_perfetto;
 extern const struct writer_ops writer_sqlite;
+/* `record --spm [-o FILE.csv]`: xcc,timestamp,<counters> in raw GPU ticks (write_csv.c); not a -f format. */
+extern const struct writer_ops writer_csv_ticks;
 
 /* NULL-terminated. */
 const struct writer_ops *const *writers(void);

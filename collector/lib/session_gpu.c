@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/* One GPU of a session: plan, stream, decoder, streams, sensors; its statistics (session_priv.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/lib/decode_thread.h"
+#include "collector/lib/session_priv.h"
+#include "collector/lib/smi_source.h"
+#include "collector/lib/timebase.h"
+#include "collector/lib/write_raw.h"
+#include "decoder/layout.h"
+#include "log.h"
+#include "spm/plan.h"
+#include "spm/submit.h"
+
+/* The counters' plan, layout and PM4 programs: everything decided before touching SPM. */
+static int gpu_plan(struct session *S, struct sgpu *g, const char *label, char *err, size_t errlen)
+{
+	const struct session_opts *o = &S->o;
+	struct spm_geometry geo;
+	enum spm_gfx gfx;
+	char e[SES_ERRLEN] = "";
+	int rc = spm_geometry_from_device(g->dev, &geo, &gfx, e, sizeof(e));
+	if (rc < 0)
+		return spmtap_seterr(err, errlen, -rc, "%s: %s", label, e);
+	struct spm_plan_request req = { .gfx = g->dev->gfx, .geo = geo, .counters = o->counters,
+					.ncounters = o->ncounters,
+					.interval = o->interval ? o->interval : 32768u };
+	rc = spm_plan_create(&req, &g->plan, e, sizeof(e));
+	/* Everything the planner refuses is something the user asked for: EINVAL. */
+	if (rc < 0)
+		return spmtap_seterr(err, errlen, rc == -ENOMEM ? ENOMEM : EINVAL, "%s: %s", label,
+				     e[0] ? e : spmtap_strerror(rc));
+	g->layout_text = spm_plan_layout_dumps(g->plan);
+	if (!g->layout_text)
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+	rc = dec_layout_parse(g->layout_text, strlen(g->layout_text), &g->layout, e, sizeof(e));
+	if (rc < 0)
+		return spmtap_seterr(err, errlen, -rc, "internal error: the planner's layout: %s", e);
+	spm_pm4_init(&g->start);
+	spm_pm4_init(&g->stop);
+	g->pm4_init = true;
+	rc = spm_pm4_build_start(g->plan, &g->start);
+	if (!rc)
+		rc = spm_pm4_build_stop(g->plan, &g->stop);
+	if (rc)
+		return spmtap_seterr(err, errlen, rc < 0 ? -rc : EINVAL, "cannot encode the PM4 programs: %s",
+				     spmtap_strerror(rc));
+	return 0;
+}
+
+int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
+{
+	const struct session_opts *o = &S->o;
+	char label[96];
+	spm_device_label(g->dev, label, sizeof(label));
+	snprintf(g->devname, sizeof(g->devname), "%s",
+		 g->dev->marketing_name[0] ? g->dev->marketing_name : g->dev->name);
+	pthread_mutex_init(&g->tb_lock, NULL);
+	struct tb_opts to = { .spm_clock_hz = S->spm_hz };
+	int rc = tb_create(&g->tb, &to);
+	if (rc < 0)
+		return spmtap_seterr(err, errlen, -rc, "out of memory");
+	if (!o->ncounters && !o->raw_path)
+		return 0; /* sensors only */
+	char e[SES_ERRLEN] = "";
+	if (o->ncounters)
+		rc = gpu_plan(S, g, label, err, errlen);
+	if (rc < 0)
+		return rc;
+	struct spm_stream_opts so = { .gen_override = o->gen };
+	rc = spm_stream_open(&g->st, S->bops, S->b, g->dev, &so, e, sizeof(e));
+	/* The kernel's EINVAL (no SPM ioctl, spm_explain says) is the device's, not a bad request. */
+	if (rc < 0)
+		return spmtap_seterr(err, errlen, rc == -EINVAL ? ENODEV : -rc, "%s: %s", label,
+				     e[0] ? e : spmtap_strerror(rc));
+	g->gen = spm_stream_gen(g->st);
+	const struct spm_stream_shape *shape = spm_stream_shape(g->st);
+	g->nstreams = shape->nstreams;
+	if (g->nstreams > DEC_MAX_XCC)
+		return spmtap_seterr(err, errlen, ENOTSUP, "%s: %u XCC streams; at most %u", label,
+				     g->nstreams, DEC_MAX_XCC);
+	g->size = feeder_round_size(o->buffer_size ? o->buffer_size : FEEDER_DEFAULT_SIZE,
+				    g->dev->num_xcc, g->size_note, sizeof(g->size_note));
+	if (o->raw_path && (rc = ses_open_raw(S, g, err, errlen)) < 0)
+		return rc;
+	struct dthr_opts dto = {
+		.layout = g->layout, .shape = *shape, .per_se = o->per_se,
+		.per_instance = o->per_instance, .requests = o->counters, .nreq = o->ncounters,
+		.sink = ses_spm_sink, .sink_user = g,
+		/* With counters the first buffer is from before the program (prime.h). */
+		.skip_first = g->plan != NULL,
+		.part = S->raw ? raw_writer_part : NULL, .part_user = S->raw,
+	};
+	rc = dthr_open(&g->dt, &dto, e, sizeof(e));
+	if (rc < 0)
+		return spmtap_seterr(err, errlen, -rc, "%s: %s", label, e);
+	if (!g->plan)
+		return 0; /* nothing decoded: no series */
+	g->nseries = g->nstreams;
+	uint32_t nc = dthr_ncols(g->dt);
+	const struct dec_column *dc = dthr_columns(g->dt);
+	g->cols = calloc(nc ? nc : 1, sizeof(*g->cols));
+	if (!g->cols)
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < nc; k++)
+		g->cols[k] = (struct series_column){ .name = dc[k].name, .unit = "count",
+						     .type = SERIES_U64 };
+	for (uint32_t x = 0; x < g->nstreams; x++)
+		g->streams[x] = (struct series_stream){
+			.id = S->next_stream_id++, .source = "spm", .gpu = g->dev->index,
+			.gpu_id = g->dev->gpu_id, .xcc = (int32_t)x, .device_name = g->devname,
+			.tick_domain = "spm_ticks", .ncols = nc, .cols = g->cols,
+		};
+	return 0;
+}
+
+int ses_gpu_smi(struct session *S, struct sgpu *g)
+{
+	const struct session_opts *o = &S->o;
+	struct smi_dev d = { .index = g->dev->index, .domain = g->dev->domain,
+			     .location_id = g->dev->location_id };
+	snprintf(d.name, sizeof(d.name), "%s", g->devname);
+	smi_probe_device(&d, NULL, &g->probe);
+	g->probed = true;
+	if (g->probe.selected < 0 || !g->probe.ops) {
+		snprintf(g->smi_note, sizeof(g->smi_note), "no sensor source for GPU %u",
+			 g->dev->index);
+		pr_warn("session", "%s: recording without sensors for it", g->smi_note);
+		return 0;
+	}
+	uint32_t m = o->smi_metrics & g->probe.metrics;
+	if (!m) {
+		snprintf(g->smi_note, sizeof(g->smi_note),
+			 "GPU %u: %s exposes none of the requested sensors", g->dev->index,
+			 g->probe.ops->name);
+		pr_warn("session", "%s", g->smi_note);
+		return 0;
+	}
+	if (m != o->smi_metrics)
+		snprintf(g->smi_note, sizeof(g->smi_note), "GPU %u: some requested sensors are not exposed by %s",
+			 g->dev->index, g->probe.ops->name);
+	struct smi_sampler_opts so = {
+		.ops = g->probe.ops, .src = g->probe.inst, .metrics = m,
+		.ts_domain = g->probe.src[g->probe.selected].ts_domain,
+		.interval_ns = o->smi_interval_ns ? o->smi_interval_ns : 1000000,
+		.offsets = o->smi_offsets, .stream_id = S->next_stream_id++, .gpu = g->dev->index,
+		.gpu_id = g->dev->gpu_id, .device_name = g->devname, .on_chunk = ses_smi_sink, .arg = g,
+	};
+	return smi_sampler_create(&g->smi, &so);
+}
+
+int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stats *st)
+{
+	if (i >= S->ng)
+		return -EINVAL;
+	const struct sgpu *g = &S->g[i];
+	memset(st, 0, sizeof(*st));
+	st->gpu = g->dev->index;
+	st->nxcc = g->nstreams;
+	st->ncols = g->dt ? dthr_ncols(g->dt) : 0;
+	st->sample_size = g->dt ? dthr_sample_bytes(g->dt) : 0;
+	uint64_t fed = 0;
+	uint32_t sb = g->dt ? dthr_sample_bytes(g->dt) : 0;
+	for (uint32_t x = 0; x < g->nstreams && x < 16; x++) {
+		struct dthr_xcc s;
+		if (dthr_stats(g->dt, x, &s) < 0)
+			continue;
+		struct session_xcc *a = &st->xcc[x];
+		/* Without counters nothing is decoded: the bytes are the parts'. */
+		a->bytes = g->layout ? s.dec.bytes_fed : s.bytes;
+		a->samples = s.dec.samples;
+		a->sample_bytes = s.dec.samples * sb;
+		a->gap_samples = s.dec.lost_samples_est;
+		a->loss_flags = s.loss_parts + s.bad_parts;
+		a->prestart_bytes = s.skipped_start;
+		a->resync_bytes = s.dec.dropped_bytes - s.skipped_start;
+		a->trailing_bytes = s.dec.partial_bytes;
+		a->gaps = s.dec.gaps;
+		a->resyncs = s.resyncs;
+		a->regions = s.parts;
+		fed += a->bytes;
+	}
+	if (g->have_fs) {
+		st->first_buffer_bytes = g->fs.bytes > fed ? g->fs.bytes - fed : 0;
+		st->overrun_polls = g->fs.overrun_polls;
+		st->polls = g->fs.polls;
+		st->buffers = g->fs.retired;
+		st->loss_buffers = g->fs.loss_buffers;
+		st->bad_buffers = g->fs.bad_buffers;
+		st->drain_calls = g->fs.drain_calls;
+		st->drain_capped = g->fs.drain_capped;
+	}
+	if (g->smi) {
+		struct smi_sampler_stats ss;
+		smi_sampler_get_stats(g->smi, &ss);
+		st->smi_samples = ss.samples;
+		st->smi_missed = ss.missed_deadlines;
+	}
+	size_t np = tb_npairs(g->tb);
+	st->tb_pairs = (uint32_t)np;
+	double sum = 0, mx = 0;
+	for (size_t k = 0; k < np; k++) {
+		double r = tb_residual(g->tb, k);
+		sum += r * r;
+		if (fabs(r) > mx)
+			mx = fabs(r);
+	}
+	st->tb_rms_ns = np ? sqrt(sum / (double)np) : 0;
+	st->tb_max_ns = mx;
+	double hz;
+	tb_rate(g->tb, &hz, &st->tb_ppm);
+	return 0;
+}
+
+void ses_gpu_free(struct sgpu *g)
+{
+	if (g->f) {
+		feeder_request_stop(g->f);
+		feeder_finish(g->f, &g->fs);
+	}
+	prime_free(&g->prime);
+	dthr_close(g->dt);
+	spm_stream_close(g->st);
+	if (g->sub)
+		g->sops->destroy(g->sub);
+	smi_sampler_free(g->smi);
+	if (g->probed)
+		smi_probe_release(&g->probe);
+	if (g->pm4_init) {
+		spm_pm4_fini(&g->start);
+		spm_pm4_fini(&g->stop);
+	}
+	dec_layout_free(g->layout);
+	free(g->layout_text);
+	spm_plan_free(g->plan);
+	free(g->cols);
+	tb_free(g->tb);
+	pthread_mutex_destroy(&g->tb_lock);
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a session writes about itself (session_priv.h): the metadata every
+ * output opens with, and the timebase, accounting and marker notes it ends
+ * with.  The writers are opened here, every stream declared before the
+ * first chunk.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector/lib/marker_reader.h"
+#include "collector/lib/session_priv.h"
+#include "collector/lib/timebase.h"
+#include "log.h"
+#include "spm/plan.h"
+#include "spmtap.h"
+
+static json_t *meta_json(struct session *S)
+{
+	json_t *devs = json_array(), *ctrs = json_array(), *fmts = json_array(), *smi = json_array();
+	for (size_t i = 0; i < S->ng; i++) {
+		struct sgpu *g = &S->g[i];
+		json_array_append_new(devs, json_pack("{s:i, s:i, s:s, s:s, s:i, s:s, s:i, s:s?}",
+			"gpu", (int)g->dev->index, "gpu_id", (int)g->dev->gpu_id, "gfx", g->dev->gfx,
+			"name", g->devname, "num_xcc", (int)g->dev->num_xcc,
+			"spm_gen", spm_gen_name(g->gen), "interval",
+			(int)(g->plan ? g->plan->interval : 0), "smi_source",
+			g->smi && g->probe.ops ? g->probe.ops->name : NULL));
+		{
+			/* The geometry derived metrics need (docs/metrics.md: inst(), ncu). */
+			json_t *d = json_array_get(devs, json_array_size(devs) - 1);
+			json_object_set_new(d, "num_se", json_integer(g->dev->num_se));
+			json_object_set_new(d, "cu_count", json_integer(g->dev->cu_count));
+			if (g->plan)
+				json_object_set_new(d, "cus_per_se", json_integer(g->plan->geo.cus_per_se));
+		}
+		if (g->sops) {
+			json_t *d = json_array_get(devs, json_array_size(devs) - 1);
+			json_object_set_new(d, "submitter", json_string(g->sops->name));
+			if (g->sub_note[0])
+				json_object_set_new(d, "submitter_note", json_string(g->sub_note));
+		}
+		if (g->smi_note[0])
+			json_array_append_new(smi, json_string(g->smi_note));
+	}
+	/* Every stream with its columns' units and its tick domain, so readers of the CSV need no tables. */
+	json_t *streams = json_array();
+	for (size_t i = 0; i < S->ng; i++) {
+		struct sgpu *g = &S->g[i];
+		for (uint32_t x = 0; x <= g->nseries; x++) {
+			const struct series_stream *st =
+				x < g->nseries ? &g->streams[x] : g->smi ? smi_sampler_stream(g->smi) : NULL;
+			if (!st)
+				continue;
+			json_t *cols = json_array();
+			for (uint32_t c = 0; c < st->ncols; c++)
+				json_array_append_new(cols, json_pack("{s:s, s:s}", "name", st->cols[c].name, "unit",
+								      st->cols[c].unit ? st->cols[c].unit : ""));
+			json_array_append_new(streams, json_pack("{s:s, s:i, s:i, s:s?, s:o}", "source", st->source,
+								 "gpu", (int)st->gpu, "xcc", (int)st->xcc,
+								 "tick_domain", st->tick_domain, "columns", cols));
+		}
+	}
+	for (size_t i = 0; i < S->o.ncounters; i++)
+		json_array_append_new(ctrs, json_string(S->o.counters[i]));
+	for (size_t i = 0; i < S->nw; i++)
+		json_array_append_new(fmts, json_string(S->wops[i]->name));
+	return json_pack("{s:o, s:o, s:o, s:o, s:f, s:s, s:I, s:o, s:b}", "devices", devs, "streams", streams,
+			 "counters",
+			 ctrs, "formats", fmts, "spm_clock_hz", S->spm_hz, "spm_clock_assumption",
+			 "SPM timestamps count the GPU reference clock at spm_clock_hz "
+			 "(--spm-clock-hz; docs/timebase.md)",
+			 "smi_interval_ns",
+			 (json_int_t)(S->o.smi_interval_ns ? S->o.smi_interval_ns : 1000000),
+			 "notes", smi, "emulated", getenv("SPMTAP_EMU_ACTIVE") != NULL);
+}
+
+int ses_open_writers(struct session *S, char *err, size_t errlen)
+{
+	const struct session_opts *o = &S->o;
+	const char *dir = o->dir && *o->dir ? o->dir : ".";
+	const char *name = o->name && *o->name ? o->name : "spmtap";
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	json_t *mj = meta_json(S);
+	char *extra = mj ? json_dumps(mj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(mj);
+	struct writer_meta meta = {
+		.spmtap_version = spmtap_version_string(), .command_line = o->command_line,
+		.hostname = host, .start_boottime_ns = ses_now_ns(CLOCK_BOOTTIME),
+		.spm_clock_hz = S->spm_hz, .extra_json = extra,
+	};
+	int rc = 0;
+	for (size_t k = 0; k < o->nformats && !rc; k++) {
+		const struct writer_ops *w = o->formats[k];
+		char reason[256] = "";
+		if (w->probe && w->probe(reason, sizeof(reason)) < 0) {
+			rc = spmtap_seterr(err, errlen, ENOTSUP, "-f %s is not usable here: %s", w->name,
+					   reason);
+			break;
+		}
+		size_t n = strlen(dir) + strlen(name) + strlen(w->ext) + 2;
+		char *p = malloc(n);
+		if (!p) {
+			rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+			break;
+		}
+		snprintf(p, n, "%s/%s%s", dir, name, w->ext);
+		S->paths[S->nw] = p;
+		rc = w->open(&S->w[S->nw], p, &meta, err, errlen);
+		if (rc < 0) {
+			free(p);
+			S->paths[S->nw] = NULL;
+			break;
+		}
+		S->wops[S->nw++] = w;
+	}
+	free(extra);
+	if (!rc && o->ticks_csv) {
+		char *p = strdup(o->ticks_csv);
+		rc = p ? writer_csv_ticks.open(&S->w[S->nw], p, &meta, err, errlen)
+		       : spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+		if (rc < 0)
+			free(p);
+		else {
+			S->paths[S->nw] = p;
+			S->wops[S->nw++] = &writer_csv_ticks;
+		}
+	}
+	/* Declare every stream before the first chunk (the CSV header needs them all). */
+	for (size_t i = 0; i < S->ng && !rc; i++) {
+		struct sgpu *g = &S->g[i];
+		for (uint32_t x = 0; x <= g->nseries && !rc; x++) {
+			const struct series_stream *s =
+				x < g->nseries ? &g->streams[x] : g->smi ? smi_sampler_stream(g->smi) : NULL;
+			if (!s)
+				continue;
+			for (size_t k = 0; k < S->nw && !rc; k++)
+				rc = S->wops[k]->begin(S->w[k], s, err, errlen);
+			if (!rc && o->on_stream)
+				o->on_stream(s, o->user);
+		}
+	}
+	return rc;
+}
+
+json_t *ses_timebase_json(struct session *S)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < S->ng; i++) {
+		struct sgpu *g = &S->g[i];
+		struct session_gpu_stats st;
+		session_gpu_stats(S, i, &st);
+		double hz = 0, ppm = 0;
+		tb_rate(g->tb, &hz, &ppm);
+		json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
+			"gpu", (int)g->dev->index, "pairs", (int)tb_npairs(g->tb), "segments",
+			(int)tb_nsegments(g->tb), "gpu_clock_hz", hz, "ppm", ppm, "residual_rms_ns",
+			st.tb_rms_ns, "residual_max_ns", st.tb_max_ns, "spm_clock_hz", S->spm_hz));
+	}
+	return arr;
+}
+
+json_t *ses_accounting_json(struct session *S)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < S->ng; i++) {
+		struct session_gpu_stats st;
+		if (session_gpu_stats(S, i, &st) < 0)
+			continue;
+		json_t *xs = json_array();
+		for (uint32_t x = 0; x < st.nxcc; x++) {
+			const struct session_xcc *a = &st.xcc[x];
+			json_array_append_new(xs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				"xcc", (int)x, "bytes", (json_int_t)a->bytes, "samples",
+				(json_int_t)a->samples, "sample_bytes", (json_int_t)a->sample_bytes,
+				"lost_gap_samples", (json_int_t)a->gap_samples, "kernel_loss_flags",
+				(json_int_t)a->loss_flags, "resync_dropped_bytes",
+				(json_int_t)a->resync_bytes, "prestart_bytes", (json_int_t)a->prestart_bytes,
+				"trailing_bytes", (json_int_t)a->trailing_bytes));
+		}
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "gpu",
+			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
+			"overrun_polls", (json_int_t)st.overrun_polls, "smi_samples",
+			(json_int_t)st.smi_samples, "smi_missed_deadlines", (json_int_t)st.smi_missed,
+			"xcc", xs));
+	}
+	return arr;
+}
+
+
+/*
+ * The raw container's first record: the device, the stream, the options
+ * and, with counters, the layout and the request, so that `spmtap decode`
+ * needs nothing else (docs/raw-format.md).
+ */
+static void merge(json_t *dst, json_t *src)
+{
+	json_object_update(dst, src);
+	json_decref(src);
+}
+
+static json_t *raw_meta_json(struct session *S, struct sgpu *g)
+{
+	const struct session_opts *o = &S->o;
+	const struct spm_device *d = g->dev;
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	const char *emu = getenv("SPMTAP_EMU_ACTIVE");
+	json_t *m = json_pack(
+		"{s:s, s:{s:i, s:i, s:i, s:s, s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i}, s:s, s:s,"
+		" s:{s:s, s:f, s:i, s:i, s:s}, s:s, s:b, s:s?}",
+		"spmtap_version", spmtap_version_string(),
+		"device",
+		"index", (json_int_t)d->index, "gpu_id", (json_int_t)d->gpu_id, "node", (json_int_t)d->node,
+		"gfx", d->gfx, "gfx_target_version", (json_int_t)d->gfx_target_version, "name", d->name,
+		"marketing_name", d->marketing_name, "num_xcc", (json_int_t)d->num_xcc,
+		"num_se", (json_int_t)d->num_se, "cu_count", (json_int_t)d->cu_count,
+		"device_id", (json_int_t)d->device_id, "location_id", (json_int_t)d->location_id,
+		"render_minor", (json_int_t)d->drm_render_minor,
+		"backend", S->bops->name, "spm_gen", spm_gen_name(g->gen),
+		"options", "device", o->device_spec ? o->device_spec : "0", "duration_s", o->duration_s,
+		"buffer_size", (json_int_t)g->size, "buffers",
+		(json_int_t)(o->nbuffers ? o->nbuffers : FEEDER_DEFAULT_BUFFERS),
+		"spm_gen", o->gen == SPM_GEN_UNKNOWN ? "auto" : spm_gen_name(o->gen),
+		"hostname", host, "emulated", emu && *emu, "command_line", o->command_line);
+	if (!m || !g->plan)
+		return m;
+	json_t *names = json_array();
+	for (size_t i = 0; i < o->ncounters; i++)
+		json_array_append_new(names, json_string(o->counters[i]));
+	json_object_set_new(m, "layout", json_loads(g->layout_text, 0, NULL));
+	json_object_set_new(m, "spm", json_pack("{s:o, s:i, s:i, s:b, s:b, s:i}", "counters", names,
+		"interval", (json_int_t)g->plan->interval, "interval_requested",
+		(json_int_t)g->plan->interval_requested, "per_se", o->per_se, "per_instance",
+		o->per_instance, "sample_bytes", (json_int_t)g->plan->sample_bytes));
+	json_object_set_new(m, "submitter", json_string(g->sops->name));
+	return m;
+}
+
+int ses_open_raw(struct session *S, struct sgpu *g, char *err, size_t errlen)
+{
+	struct raw_writer_opts ro = {
+		.path = S->o.raw_path, .dev = g->dev, .backend = S->bops->name,
+		.shape = spm_stream_shape(g->st), .buffer_size = g->size,
+		.nbuffers = S->o.nbuffers ? S->o.nbuffers : FEEDER_DEFAULT_BUFFERS,
+	};
+	return raw_writer_open(&S->raw, &ro, raw_meta_json(S, g), err, errlen);
+}
+
+json_t *ses_raw_end_json(struct session *S)
+{
+	const struct sgpu *g = &S->g[0];
+	struct session_gpu_stats st;
+	session_gpu_stats(S, 0, &st);
+	bool decoded = g->layout != NULL;
+	json_t *arr = json_array();
+	uint64_t bytes = 0, samples = 0, lost = 0;
+	for (uint32_t k = 0; k < st.nxcc; k++) {
+		struct dthr_xcc x;
+		dthr_stats(g->dt, k, &x);
+		bytes += x.bytes;
+		json_t *j = json_pack("{s:i, s:I, s:I, s:I, s:I}", "xcc", (int)k, "bytes",
+				      (json_int_t)x.bytes, "regions", (json_int_t)x.parts, "loss_regions",
+				      (json_int_t)x.loss_parts, "bad_regions", (json_int_t)x.bad_parts);
+		if (decoded) {
+			const struct session_xcc *a = &st.xcc[k];
+			samples += a->samples;
+			lost += a->gap_samples;
+			merge(j, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				"samples", (json_int_t)a->samples, "lost_samples", (json_int_t)a->gap_samples,
+				"lost_bytes", (json_int_t)(a->gap_samples * st.sample_size), "gaps",
+				(json_int_t)a->gaps, "dropped_bytes", (json_int_t)a->resync_bytes, "resyncs",
+				(json_int_t)a->resyncs, "corrupt_events", (json_int_t)x.dec.corrupt_events,
+				"trailing_bytes", (json_int_t)a->trailing_bytes));
+		}
+		json_array_append_new(arr, j);
+	}
+	const struct feeder_stats *fs = &g->fs;
+	double secs = S->t0_mono ? (double)(S->stop_mono - S->t0_mono) / 1e9 : 0;
+	json_t *end = json_pack(
+		"{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:b, s:b, s:o, s:s?, s:s?, s:f, s:b}",
+		"duration_s", secs, "buffers", (json_int_t)raw_writer_buffers(S->raw), "bytes",
+		(json_int_t)bytes, "loss_buffers", (json_int_t)fs->loss_buffers, "bad_buffers",
+		(json_int_t)fs->bad_buffers, "polls", (json_int_t)fs->polls, "overrun_polls",
+		(json_int_t)fs->overrun_polls, "rotations", (json_int_t)fs->rotations, "drain_calls",
+		(int)fs->drain_calls, "drain_capped", fs->drain_capped, "stall_injected", fs->stalled,
+		"xcc", arr, "stopped_by", S->stop_reason, "feeder_error", fs->error ? fs->errmsg : NULL,
+		"feeder_cpu_s", (double)fs->cpu_ns / 1e9,
+		/* Without a layout samples cannot be told: bytes and kernel flags only. */
+		"decoded", decoded);
+	if (decoded)
+		merge(end, json_pack("{s:I, s:i, s:I}", "samples", (json_int_t)samples,
+			"sample_bytes", (int)st.sample_size, "lost_samples", (json_int_t)lost));
+	return end;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside a session (session.h): its state and what its files share.  Not
+ * installed; only collector/lib/session*.c include it.
+ */
+#ifndef SPMTAP_COLLECTOR_SESSION_PRIV_H
+#define SPMTAP_COLLECTOR_SESSION_PRIV_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "collector/lib/decode_thread.h"
+#include "collector/lib/prime.h"
+#include "collector/lib/session.h"
+#include "collector/lib/smi_sampler.h"
+#include "collector/lib/spsc.h"
+#include "collector/lib/write_raw.h"
+#include "spm/pm4.h"
+
+#define SES_ERRLEN (SPM_ERRLEN + 256)
+
+/* A chunk (or a phase) on its way to the writer thread. */
+struct ses_item {
+	struct series_chunk c;
+	struct series_slice *slice; /* a phase instead of a chunk (c unused) */
+	const void *vals[];      /* [ncols] values, then [ncols] missing; data follows */
+};
+
+struct sgpu {
+	struct session *S;
+	const struct spm_device *dev;
+	char devname[96];
+	struct spm_plan *plan;
+	char *layout_text;
+	struct dec_layout *layout;
+	struct spm_pm4 start, stop;
+	bool pm4_init;
+	const struct spm_submitter_ops *sops;
+	struct spm_submitter *sub;
+	char sub_note[SPM_ERRLEN];      /* why a preferred submitter was passed over */
+	struct spm_stream *st;
+	struct prime prime;
+	struct feeder *f;
+	struct dthr *dt;
+	enum spm_gen gen;
+	uint32_t nstreams, size;        /* XCC streams of the stream's shape; buffer size */
+	uint32_t nseries;               /* SPM series declared to the writers: nstreams with counters, else 0 */
+	char size_note[256];            /* the buffer size was adjusted, and why ("" if not) */
+	struct series_stream streams[DEC_MAX_XCC];
+	struct series_column *cols;
+	/* the timebase: pairs added by the clock thread, mapped by the decode thread */
+	struct timebase *tb;
+	pthread_mutex_t tb_lock;
+	bool stall_done;
+	/* sensors */
+	struct smi_probe probe;
+	bool probed;
+	struct smi_sampler *smi;
+	char smi_note[200];
+	/* after stop */
+	struct feeder_stats fs;
+	bool have_fs, started;
+};
+
+struct session {
+	struct session_opts o;
+	const struct spm_backend_ops *bops;
+	struct spm_backend *b;
+	struct sgpu g[SESSION_MAX_GPUS];
+	size_t ng;
+	struct writer *w[SESSION_MAX_WRITERS];
+	const struct writer_ops *wops[SESSION_MAX_WRITERS];
+	char *paths[SESSION_MAX_WRITERS + 1];
+	size_t nw;
+	struct spsc q;          /* the one bounded queue to the writer thread */
+	struct raw_writer *raw;   /* o.raw_path: fed by GPU 0's decode thread, before decoding */
+	const char *stop_reason;
+	int64_t stop_mono;        /* when session_stop began */
+	pthread_t writer_thr, clock_thr;
+	bool writer_running, clock_running, started, stopped;
+	pthread_mutex_t lock;     /* err, clock stop */
+	pthread_cond_t clock_cv;
+	bool clock_stop;
+	char err[SES_ERRLEN];
+	int error;
+	atomic_bool failed;
+	atomic_uint_least64_t samples, smi_samples, chunks, phases;
+	/* the marker channel (o.markers) and its thread */
+	struct mk_reader *mk;
+	int mk_fd;
+	pthread_t mk_thr;
+	bool mk_running;
+	atomic_bool mk_stop;
+	int64_t t0_mono;
+	int64_t decode_stall_at, decode_stall_dur, writer_stall_at, writer_stall_dur;
+	double spm_hz;
+	uint32_t next_stream_id;
+};
+
+int64_t ses_now_ns(clockid_t c);
+void ses_sleep_ms(int64_t ms);
+/* The first error wins; later ones are logged only. */
+void ses_set_error(struct session *S, int rc, const char *msg);
+
+/* session_gpu.c */
+int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen);
+int ses_gpu_smi(struct session *S, struct sgpu *g);
+void ses_gpu_free(struct sgpu *g);
+
+/* session_sinks.c: producers onto the queue (blocking while it is full) */
+struct ses_item *ses_item_slice(const struct series_slice *ph);
+void ses_push(struct session *S, struct ses_item *it);
+int ses_spm_sink(void *user, const struct dec_chunk *c);
+void ses_smi_sink(const struct series_chunk *c, void *arg);
+
+/* session_threads.c */
+void *ses_writer_main(void *arg);
+void *ses_clock_main(void *arg);
+void *ses_marker_main(void *arg);
+struct mk_region;
+int ses_marker_emit(const struct mk_region *r, void *user);
+void ses_add_pair(struct session *S, struct sgpu *g);
+
+/* session_meta.c */
+int ses_open_writers(struct session *S, char *err, size_t errlen);
+/* The raw container for g, its metadata first (o.raw_path). */
+int ses_open_raw(struct session *S, struct sgpu *g, char *err, size_t errlen);
+/* Its end record: what was recorded and lost, per XCC. */
+json_t *ses_raw_end_json(struct session *S);
+json_t *ses_timebase_json(struct session *S);
+json_t *ses_accounting_json(struct session *S);
+
+#endif

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The session's threads besides the feeders and decode threads
+ * (session_priv.h): the writer thread (the one consumer of the queue), the
+ * clock thread (timebase pairs) and the marker thread; and phases.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "collector/lib/marker_reader.h"
+#include "collector/lib/marker_shm.h"
+#include "collector/lib/session_priv.h"
+#include "collector/lib/timebase.h"
+#include "log.h"
+
+void *ses_writer_main(void *arg)
+{
+	struct session *S = arg;
+	bool stalled = false;
+	void *p;
+	char e[SES_ERRLEN];
+	while (spsc_pop(&S->q, &p, -1) == 0) {
+		struct ses_item *it = p;
+		if (S->writer_stall_at >= 0 && !stalled &&
+		    ses_now_ns(CLOCK_MONOTONIC) - S->t0_mono >= S->writer_stall_at * 1000000) {
+			stalled = true;
+			ses_sleep_ms(S->writer_stall_dur);
+		}
+		if (it->slice) {
+			for (size_t k = 0; k < S->nw && !atomic_load(&S->failed); k++) {
+				e[0] = 0;
+				int rc = S->wops[k]->slice ? S->wops[k]->slice(S->w[k], it->slice, e, sizeof(e)) : 0;
+				if (rc < 0)
+					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
+			}
+			atomic_fetch_add(&S->phases, 1);
+			free(it);
+			continue;
+		}
+		if (!atomic_load(&S->failed)) {
+			for (size_t k = 0; k < S->nw; k++) {
+				e[0] = 0;
+				int rc = S->wops[k]->write(S->w[k], &it->c, e, sizeof(e));
+				if (rc < 0) {
+					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
+					break;
+				}
+			}
+			if (S->o.on_chunk && !atomic_load(&S->failed)) {
+				int rc = S->o.on_chunk(&it->c, S->o.user);
+				if (rc)
+					ses_set_error(S, rc < 0 ? rc : -ECANCELED, "the chunk callback failed");
+			}
+		}
+		atomic_fetch_add(&S->chunks, 1);
+		free(it);
+	}
+	return NULL;
+}
+
+int session_add_phase(struct session *S, const struct series_slice *ph)
+{
+	if (!ph || ph->end_ns < ph->start_ns)
+		return -EINVAL;
+	struct ses_item *it = ses_item_slice(ph);
+	if (!it)
+		return -ENOMEM;
+	ses_push(S, it);
+	return 0;
+}
+
+int ses_marker_emit(const struct mk_region *r, void *user)
+{
+	struct series_slice sl = { .start_ns = r->start_ns, .end_ns = r->end_ns, .name = r->name,
+				   .track = r->tid, .category = "marker", .depth = r->depth, .pid = r->pid };
+	return session_add_phase(user, &sl);
+}
+
+/*
+ * Every 5 ms, the rings (4096 events each) take 800 k events/s per thread;
+ * a ring found a quarter full is read again at once instead.
+ */
+#define MARKER_POLL_MS 5
+
+void *ses_marker_main(void *arg)
+{
+	struct session *S = arg;
+	while (!atomic_load(&S->mk_stop)) {
+		int most = mk_reader_poll(S->mk, ses_marker_emit, S);
+		if (most < (int)(MK_EVENTS / 4))
+			ses_sleep_ms(MARKER_POLL_MS);
+	}
+	return NULL;
+}
+
+int session_markers_fd(const struct session *S)
+{
+	return S->mk ? S->mk_fd : -1;
+}
+
+int session_marker_stats(const struct session *S, struct mk_stats *st)
+{
+	if (!S->mk)
+		return -ENOENT;
+	mk_reader_stats(S->mk, st);
+	return 0;
+}
+
+void ses_add_pair(struct session *S, struct sgpu *g)
+{
+	struct spm_clock_pair p;
+	if (!S->bops->clock_counters || S->bops->clock_counters(S->b, g->dev, &p) < 0)
+		return;
+	pthread_mutex_lock(&g->tb_lock);
+	tb_add_pair(g->tb, p.gpu_ticks, (int64_t)p.cpu_raw_ns, (int64_t)p.boottime_ns);
+	pthread_mutex_unlock(&g->tb_lock);
+}
+
+void *ses_clock_main(void *arg)
+{
+	struct session *S = arg;
+	pthread_mutex_lock(&S->lock);
+	while (!S->clock_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += SESSION_CLOCK_PERIOD_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&S->clock_cv, &S->lock, &ts);
+		if (S->clock_stop)
+			break;
+		pthread_mutex_unlock(&S->lock);
+		for (size_t i = 0; i < S->ng; i++)
+			ses_add_pair(S, &S->g[i]);
+		pthread_mutex_lock(&S->lock);
+	}
+	pthread_mutex_unlock(&S->lock);
+	return NULL;
+}
