@@ -79,10 +79,17 @@ int emu_env_setup(const char *profile_spec, char *tmpdir, size_t len, char *err,
 		return -1;
 	}
 	snprintf(tmpdir, len, "%s", tmpl);
+	/* The owner first: a directory without one is never swept, so a crash here leaves it, not a live one's. */
+	if (emu_owner_write(tmpl, err, errlen)) {
+		rmdir(tmpl);
+		return -1;
+	}
 	snprintf(tree, sizeof(tree), "%s/" EMU_TMP_MARKER, tmpl);
 	int fd = open(tree, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create %s: %s", tree, strerror(errno));
+		snprintf(tree, sizeof(tree), "%s/" EMU_OWNER_FILE, tmpl);
+		unlink(tree);
 		rmdir(tmpl);
 		return -1;
 	}
