@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emu/launcher (spmtap-emu) and what execs it, `spmtap --emulate`: the
+ * emulated session ends with the process the user started, whatever kills
+ * it, and every process below it ends too; SPM is free at once; trees of
+ * dead sessions are swept, live ones never.  Runs without the shim itself:
+ * every emulated process here is started through the launcher.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testenv.h"
+
+static char base[PATH_MAX];
+
+static const char *path(const char *name)
+{
+	static char buf[8][PATH_MAX + 64];
+	static int k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", base, name);
+	return buf[k];
+}
+
+static const char *bin(const char *name)
+{
+	static char buf[4][PATH_MAX + 64];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", testenv_build_dir(), name);
+	return buf[k];
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* argv with stdout to out and stderr to err (NULL: inherited), outside any emulated session. */
+static pid_t spawn(const char *const *argv, const char *out, const char *err, const char *const *env)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	unsetenv("SPMTAP_EMU_ACTIVE");
+	unsetenv("SPMTAP_EMU_SYSFS");
+	unsetenv("LD_PRELOAD");
+	for (; env && *env; env++)
+		putenv((char *)*env);
+	if (out && !freopen(out, "w", stdout))
+		_exit(126);
+	if (err && !freopen(err, "w", stderr))
+		_exit(126);
+	execv(argv[0], (char *const *)argv);
+	_exit(127);
+}
+
+static int wait_code(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run(const char *const *argv, const char *out, const char *err, const char *const *env)
+{
+	return wait_code(spawn(argv, out, err, env));
+}
+
+static char *slurp(const char *p)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(p, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	buf[n] = 0;
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+static int count_lines(const char *p)
+{
+	int n = 0;
+	for (const char *s = slurp(p); *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* Waits up to ms for a file to have `lines` lines (written by a process of the session). */
+static bool wait_lines(const char *p, int lines, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		if (count_lines(p) >= lines)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Children of pid (one level, from /proc/PID/stat parent links). */
+static size_t children(pid_t pid, pid_t *out, size_t max)
+{
+	size_t n = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d)) && n < max) {
+		char p[300], buf[1024];
+		int ppid;
+		snprintf(p, sizeof(p), "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(p, "r");
+		if (!f)
+			continue;
+		size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[k] = 0;
+		char *s = strrchr(buf, ')');
+		if (s && sscanf(s + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+			out[n++] = (pid_t)atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Every descendant of pid, depth first. */
+static size_t descendants(pid_t pid, pid_t *out, size_t max)
+{
+	size_t n = children(pid, out, max);
+	for (size_t i = 0; i < n && n < max; i++)
+		n += children(out[i], out + n, max - n);
+	return n;
+}
+
+static int pidfd_open(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Waits until every pidfd says its process ended; the milliseconds that took, or -1 after bound_ms. */
+static double wait_pidfds(const int *fds, size_t n, int bound_ms)
+{
+	double t0 = now_ms();
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+		int left = bound_ms - (int)(now_ms() - t0);
+		if (left <= 0 || poll(&p, 1, left) != 1)
+			return -1;
+	}
+	return now_ms() - t0;
+}
+
+static void close_all(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* Temporary emulated trees left in this suite's TMPDIR. */
+static int trees_left(void)
+{
+	int n = 0;
+	DIR *d = opendir(path("tmp"));
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, "spmtap-emu-", 11);
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static bool exists(const char *p)
+{
+	struct stat st;
+	return lstat(p, &st) == 0;
+}
+
+/* One ACQUIRE on gpu_id through the real libhsakmt on a fresh emulated node: "acquired" or "failed N". */
+static const char *acquire(const char *profile, const char *gpu_id)
+{
+	const char *argv[] = { bin("spmtap-emu"), profile, "--", bin("tests/helpers/emu_spm_hold"), gpu_id, "0", NULL };
+	run(argv, path("hold.out"), path("hold.err"), NULL);
+	char *s = slurp(path("hold.out"));
+	s[strcspn(s, "\n")] = 0;
+	return s;
+}
+
+static off_t file_size(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) ? -1 : st.st_size;
+}
+
+/*
+ * SIGKILL of `spmtap --emulate mi300a record` (no duration): the re-executed recorder and the supervisor
+ * end, bounded; the next ACQUIRE on that GPU succeeds; no tree is left.
+ */
+static void test_kill_parent(void)
+{
+	const char *argv[] = { bin("spmtap"), "--emulate", "mi300a", "record", "--raw", "-o", path("k.raw"), NULL };
+	pid_t p = spawn(argv, NULL, path("k.err"), NULL);
+	CU_ASSERT_FATAL(p > 0);
+	double t0 = now_ms();
+	while (file_size(path("k.raw")) <= 0 && now_ms() - t0 < 30000)
+		usleep(20000);
+	CU_ASSERT_FATAL(file_size(path("k.raw")) > 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(acquire("mi300a", "0x1001"), "failed")); /* the recorder holds SPM */
+
+	pid_t d[16];
+	int fds[16];
+	size_t n = descendants(p, d, 16);
+	CU_ASSERT_FATAL(n >= 2); /* the supervisor and the recorder */
+	for (size_t i = 0; i < n; i++) {
+		fds[i] = pidfd_open(d[i]);
+		CU_ASSERT(fds[i] >= 0);
+	}
+	CU_ASSERT_EQUAL(trees_left(), 1);
+	double k0 = now_ms();
+	kill(p, SIGKILL);
+	CU_ASSERT_EQUAL(wait_code(p), 128 + SIGKILL);
+	double gone = wait_pidfds(fds, n, 30000);
+	CU_ASSERT(gone >= 0);
+	const char *a = acquire("mi300a", "0x1001");
+	double free_ms = now_ms() - k0;
+	CU_ASSERT_STRING_EQUAL(a, "acquired");
+	CU_ASSERT_EQUAL(trees_left(), 0);
+	/* It stopped as on SIGTERM: the raw file is complete. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("k.err")), "recorded"));
+	printf("\n      SIGKILL of the parent: session gone after %.0f ms, the next ACQUIRE succeeded %.0f ms after "
+	       "the kill ",
+	       gone, free_ms);
+	close_all(fds, n);
+}
+
+/* Shell jobs in groups and sessions of their own, an orphan, one that ignores SIGTERM: all end. */
+static void test_kill_parent_jobs(void)
+{
+	char script[2048];
+	const char *f = path("jobs.pids");
+	unlink(f);
+	snprintf(script, sizeof(script),
+		 "sleep 300 & echo $! >> %s; "
+		 "setsid sh -c 'echo $$ >> %s; exec sleep 301' & "
+		 "(sh -c 'echo $$ >> %s; exec sleep 302' &) ; "
+		 "sh -c 'trap \"\" TERM; echo $$ >> %s; exec sleep 303' & "
+		 "wait",
+		 f, f, f, f);
+	const char *argv[] = { bin("spmtap-emu"), "mi210", "--", "/bin/sh", "-c", script, NULL };
+	const char *env[] = { "SPMTAP_EMU_KILL_GRACE_MS=300", NULL };
+	pid_t p = spawn(argv, NULL, NULL, env);
+	CU_ASSERT_FATAL(wait_lines(f, 4, 20000));
+	int fds[24];
+	size_t n = 0;
+	pid_t d[16];
+	size_t nd = descendants(p, d, 16);
+	for (size_t i = 0; i < nd; i++)
+		fds[n++] = pidfd_open(d[i]);
+	/* the orphan is below the supervisor now, the setsid one in a session of its own: by pid, to be sure */
+	for (char *s = slurp(f); *s; s = strchr(s, '\n') + 1)
+		fds[n++] = pidfd_open((pid_t)atoi(s));
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT(fds[i] >= 0);
+	kill(p, SIGKILL);
+	wait_code(p);
+	double gone = wait_pidfds(fds, n, 30000);
+	CU_ASSERT(gone >= 0);
+	CU_ASSERT(gone >= 250); /* the TERM-ignoring job waited for SIGKILL */
+	CU_ASSERT_EQUAL(trees_left(), 0);
+	printf("\n      supervisor, shell and 4 jobs (%zu pidfds) gone %.0f ms after the kill (grace 300 ms) ", n, gone);
+	close_all(fds, n);
+}
+
+/* When the command ends, so does its session: an orphan it left is ended, the tree removed. */
+static void test_command_ends_session(void)
+{
+	const char *f = path("orphan.pid");
+	unlink(f);
+	char script[512];
+	snprintf(script, sizeof(script), "(sh -c 'echo $$ > %s; exec sleep 300' &); while [ ! -s %s ]; do sleep 0.01; done; exit 5", f, f);
+	const char *argv[] = { bin("spmtap-emu"), "mi210", "--", "/bin/sh", "-c", script, NULL };
+	CU_ASSERT_EQUAL(run(argv, NULL, NULL, NULL), 5);
+	pid_t orphan = (pid_t)atoi(slurp(f));
+	CU_ASSERT(orphan > 0);
+	CU_ASSERT(kill(orphan, 0) == -1 && errno == ESRCH);
+	CU_ASSERT_EQUAL(trees_left(), 0);
+}
+
+/* Exit status, signals passed on, refusals. */
+static void test_status_and_signals(void)
+{
+	const char *ex[] = { bin("spmtap-emu"), "mi210", "--", "/bin/sh", "-c", "exit 7", NULL };
+	CU_ASSERT_EQUAL(run(ex, NULL, NULL, NULL), 7);
+	const char *sig[] = { bin("spmtap-emu"), "mi210", "/bin/sh", "-c", "kill -TERM $$", NULL };
+	CU_ASSERT_EQUAL(run(sig, NULL, NULL, NULL), 128 + SIGTERM);
+	const char *bad[] = { bin("spmtap-emu"), "mi999", "--", "/bin/true", NULL };
+	CU_ASSERT_EQUAL(run(bad, NULL, path("bad.err"), NULL), 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("bad.err")), "mi999"));
+	const char *nocmd[] = { bin("spmtap-emu"), "mi210", "--", "/nonexistent/cmd", NULL };
+	CU_ASSERT_EQUAL(run(nocmd, NULL, path("nocmd.err"), NULL), 127);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("nocmd.err")), "/nonexistent/cmd"));
+	const char *nested[] = { bin("spmtap-emu"), "mi210", "--", "/bin/true", NULL };
+	const char *active[] = { "SPMTAP_EMU_ACTIVE=1", NULL };
+	CU_ASSERT_EQUAL(run(nested, NULL, path("nested.err"), active), 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("nested.err")), "already"));
+	const char *gen[] = { bin("spmtap-emu"), "--gen", "B", "mi210", "--", "/bin/sh", "-c",
+			      "[ \"$SPMTAP_EMU_GEN\" = B ] && [ -n \"$SPMTAP_EMU_SYSFS\" ]", NULL };
+	CU_ASSERT_EQUAL(run(gen, NULL, NULL, NULL), 0);
+
+	/* SIGTERM sent to the front (not by a terminal) reaches the command, which may end as it likes. */
+	const char *f = path("trap.ready");
+	unlink(f);
+	char script[256];
+	snprintf(script, sizeof(script), "trap 'exit 9' TERM; echo > %s; while :; do sleep 0.05; done", f);
+	const char *trap[] = { bin("spmtap-emu"), "mi210", "--", "/bin/sh", "-c", script, NULL };
+	pid_t p = spawn(trap, NULL, NULL, NULL);
+	CU_ASSERT_FATAL(wait_lines(f, 1, 20000));
+	kill(p, SIGTERM);
+	CU_ASSERT_EQUAL(wait_code(p), 9);
+	CU_ASSERT_EQUAL(trees_left(), 0);
+}
+
+/* The tree of a session whose supervisor was killed is swept by the next start; a live one's is not. */
+static void test_sweep_dead_sessions(void)
+{
+	const char *fa = path("a.tree"), *fb = path("b.tree");
+	unlink(fa);
+	unlink(fb);
+	char sa[256], sb[256];
+	snprintf(sa, sizeof(sa), "echo $SPMTAP_EMU_SYSFS > %s; exec sleep 300", fa);
+	snprintf(sb, sizeof(sb), "echo $SPMTAP_EMU_SYSFS > %s; exec sleep 300", fb);
+	const char *a[] = { bin("spmtap-emu"), "mi210", "--", "/bin/sh", "-c", sa, NULL };
+	const char *b[] = { bin("spmtap-emu"), "mi210", "--", "/bin/sh", "-c", sb, NULL };
+	/* A live session first: the start of A below sweeps, and must leave it alone. */
+	pid_t pb = spawn(b, NULL, NULL, NULL);
+	CU_ASSERT_FATAL(wait_lines(fb, 1, 20000));
+	char tb[PATH_MAX];
+	snprintf(tb, sizeof(tb), "%s", slurp(fb));
+	tb[strcspn(tb, "\n")] = 0;
+	pid_t pa = spawn(a, NULL, NULL, NULL);
+	CU_ASSERT_FATAL(wait_lines(fa, 1, 20000));
+	pid_t sup[4];
+	CU_ASSERT_EQUAL_FATAL(children(pa, sup, 4), 1);
+	/* Killed with the supervisor, the session cannot clean up: its command goes (parent-death signal). */
+	pid_t cmd[4];
+	CU_ASSERT_EQUAL_FATAL(children(sup[0], cmd, 4), 1);
+	int cfd = pidfd_open(cmd[0]);
+	kill(sup[0], SIGKILL);
+	CU_ASSERT(wait_code(pa) == 128 + SIGKILL);
+	CU_ASSERT(wait_pidfds(&cfd, 1, 30000) >= 0);
+	close(cfd);
+	char ta[PATH_MAX];
+	snprintf(ta, sizeof(ta), "%s", slurp(fa));
+	ta[strcspn(ta, "\n")] = 0;
+	*strrchr(ta, '/') = 0; /* <tmp>/kfd -> <tmp> */
+	CU_ASSERT_FATAL(exists(ta));
+	CU_ASSERT(exists(tb));
+	CU_ASSERT_EQUAL(trees_left(), 2);
+	const char *t[] = { bin("spmtap-emu"), "mi210", "--", "/bin/true", NULL };
+	CU_ASSERT_EQUAL(run(t, NULL, NULL, NULL), 0);
+	CU_ASSERT(!exists(ta));
+	CU_ASSERT(exists(tb));
+	CU_ASSERT_EQUAL(trees_left(), 1);
+	kill(pb, SIGTERM);
+	CU_ASSERT_EQUAL(wait_code(pb), 128 + SIGTERM);
+	CU_ASSERT_EQUAL(trees_left(), 0);
+}
+
+static const struct testenv_case cases[] = {
+	{ "kill_parent", test_kill_parent, NULL },
+	{ "kill_parent_jobs", test_kill_parent_jobs, NULL },
+	{ "command_ends_session", test_command_ends_session, NULL },
+	{ "status_and_signals", test_status_and_signals, NULL },
+	{ "sweep_dead_sessions", test_sweep_dead_sessions, NULL },
+	{ NULL, NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+	char tmpl[] = "/tmp/spmtap-test-launch-XXXXXX";
+	if (!mkdtemp(tmpl))
+		return 2;
+	snprintf(base, sizeof(base), "%s", tmpl);
+	mkdir(path("tmp"), 0700);
+	mkdir(path("state"), 0700);
+	/* Private: the launchers sweep TMPDIR, and lock SPM in the state directory. */
+	setenv("TMPDIR", path("tmp"), 1);
+	setenv("SPMTAP_EMU_STATE_DIR", path("state"), 1);
+	int rc = testenv_run_suite("emu_launch", cases, argc, argv);
+	if (!getenv("SPMTAP_KEEP_TMP")) {
+		char cmd[PATH_MAX + 16];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+		if (system(cmd))
+			rc = rc ? rc : 1;
+	}
+	return rc;
+}
