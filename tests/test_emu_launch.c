@@ -251,7 +251,10 @@ static void test_kill_parent(void)
 	close_all(fds, n);
 }
 
-/* Shell jobs in groups and sessions of their own, an orphan, one that ignores SIGTERM: all end. */
+/*
+ * SIGKILL of `spmtap emulate mi210 -- sh ...`: shell jobs in groups and sessions of their own, an orphan,
+ * one that ignores SIGTERM: all end.
+ */
 static void test_kill_parent_jobs(void)
 {
 	char script[2048];
@@ -264,7 +267,7 @@ static void test_kill_parent_jobs(void)
 		 "sh -c 'trap \"\" TERM; echo $$ >> %s; exec sleep 303' & "
 		 "wait",
 		 f, f, f, f);
-	const char *argv[] = { bin("spmtap-emu"), "mi210", "--", "/bin/sh", "-c", script, NULL };
+	const char *argv[] = { bin("spmtap"), "emulate", "mi210", "--", "/bin/sh", "-c", script, NULL };
 	const char *env[] = { "SPMTAP_EMU_KILL_GRACE_MS=300", NULL };
 	pid_t p = spawn(argv, NULL, NULL, env);
 	CU_ASSERT_FATAL(wait_lines(f, 4, 20000));
@@ -338,6 +341,30 @@ static void test_status_and_signals(void)
 	CU_ASSERT_EQUAL(trees_left(), 0);
 }
 
+/* `spmtap emulate`: the command's status, and what it refuses. */
+static void test_emulate_verb(void)
+{
+	const char *ok[] = { bin("spmtap"), "emulate", "mi210", "--gen", "A", "--", "/bin/sh", "-c",
+			     "[ \"$SPMTAP_EMU_GEN\" = A ] && [ \"$SPMTAP_EMU_PROFILE\" = mi210 ] && exit 3", NULL };
+	CU_ASSERT_EQUAL(run(ok, NULL, NULL, NULL), 3);
+	const char *nodash[] = { bin("spmtap"), "emulate", "mi210", "/bin/true", NULL };
+	CU_ASSERT_EQUAL(run(nodash, NULL, path("v1.err"), NULL), 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("v1.err")), "after '--'"));
+	const char *badgen[] = { bin("spmtap"), "emulate", "--gen", "C", "mi210", "--", "/bin/true", NULL };
+	CU_ASSERT_EQUAL(run(badgen, NULL, path("v2.err"), NULL), 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("v2.err")), "A or B"));
+	const char *bad[] = { bin("spmtap"), "emulate", "mi999", "--", "/bin/true", NULL };
+	CU_ASSERT_EQUAL(run(bad, NULL, path("v3.err"), NULL), 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("v3.err")), "mi999"));
+	const char *nested[] = { bin("spmtap"), "--emulate", "mi210", "emulate", "mi300a", "--", "/bin/true", NULL };
+	CU_ASSERT_EQUAL(run(nested, NULL, path("v4.err"), NULL), 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("v4.err")), "already"));
+	const char *nolauncher[] = { "SPMTAP_EMU_LAUNCHER=/nonexistent/spmtap-emu", NULL };
+	CU_ASSERT_EQUAL(run(ok, NULL, path("v5.err"), nolauncher), 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("v5.err")), "SPMTAP_EMU_LAUNCHER"));
+	CU_ASSERT_EQUAL(trees_left(), 0);
+}
+
 /* The tree of a session whose supervisor was killed is swept by the next start; a live one's is not. */
 static void test_sweep_dead_sessions(void)
 {
@@ -390,6 +417,7 @@ static const struct testenv_case cases[] = {
 	{ "command_ends_session", test_command_ends_session, NULL },
 	{ "status_and_signals", test_status_and_signals, NULL },
 	{ "sweep_dead_sessions", test_sweep_dead_sessions, NULL },
+	{ "emulate_verb", test_emulate_verb, NULL },
 	{ NULL, NULL, NULL },
 };
 
