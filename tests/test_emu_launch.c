@@ -21,6 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "emu/common/sensors.h"
+#include "emu/common/workload.h"
 #include "testenv.h"
 
 static char base[PATH_MAX];
@@ -411,6 +415,102 @@ static void test_sweep_dead_sessions(void)
 	CU_ASSERT_EQUAL(trees_left(), 0);
 }
 
+/* A Debian tool in PATH, or the reason a case is skipped (CI installs them: .ci/install-deps). */
+static const char *need_tool(const char *tool, const char *pkg)
+{
+	static char why[128];
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", tool);
+	if (system(cmd) == 0)
+		return NULL;
+	snprintf(why, sizeof(why), "%s not installed (apt-get install %s)", tool, pkg);
+	return why;
+}
+
+static const char *need_rocminfo(void)
+{
+	return need_tool("rocminfo", "rocminfo");
+}
+
+static const char *need_rocm_smi(void)
+{
+	return need_tool("rocm-smi", "rocm-smi");
+}
+
+/* Debian's rocminfo (ROCr 5.2.3) lists the emulated MI210 as a gfx90a GPU agent. */
+static void test_rocminfo(void)
+{
+	const char *argv[] = { bin("spmtap"), "emulate", "mi210", "--", "rocminfo", NULL };
+	int rc = run(argv, path("rocminfo.out"), path("rocminfo.err"), NULL);
+	const char *out = slurp(path("rocminfo.out"));
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "ROCk module is loaded"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "gfx90a"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "AMD Instinct MI210"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "amdgcn-amd-amdhsa--gfx90a"));
+	const char *gpu = strstr(out, "Device Type:             GPU");
+	CU_ASSERT_PTR_NOT_NULL(gpu);
+	if (rc || !gpu)
+		fprintf(stderr, "\n%s\n%s", out, slurp(path("rocminfo.err")));
+	CU_ASSERT_EQUAL(trees_left(), 0);
+}
+
+static double json_num(json_t *card, const char *key)
+{
+	const char *v = json_string_value(json_object_get(card, key));
+	if (!v)
+		fprintf(stderr, "\n      rocm-smi JSON lacks \"%s\" ", key);
+	return v ? atof(v) : -1;
+}
+
+/* Debian's rocm-smi reads the emulated MI210's power and temperatures: what the sensor model states. */
+static void test_rocm_smi(void)
+{
+	const char *argv[] = { bin("spmtap"), "emulate", "mi210", "--", "rocm-smi", "--showpower", "--showtemp", "--json",
+			       NULL };
+	const char *env[] = { "SPMTAP_EMU_WORKLOAD=constant:0.5", "SPMTAP_EMU_SHM_TAG=test-emu-launch", NULL };
+	int rc = run(argv, path("smi.out"), path("smi.err"), env);
+	CU_ASSERT_EQUAL(rc, 0);
+	/* The JSON is the last line (rocm-smi prints banners before it). */
+	char *out = slurp(path("smi.out"));
+	char *j = strstr(out, "{\"card0\"");
+	json_error_t e;
+	json_t *root = j ? json_loads(j, 0, &e) : NULL;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+	json_t *card = json_object_get(root, "card0");
+
+	/* The model: a constant load is a settled steady state, the same at any instant. */
+	struct emu_sensor_model m;
+	struct emu_workload w;
+	struct emu_sensor_reading r;
+	char err[256];
+	CU_ASSERT_EQUAL_FATAL(emu_sensor_model_init("mi210", 0, 0, &m, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(emu_workload_parse("constant:0.5", &w, err, sizeof(err)), 0);
+	struct timespec raw, boot;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &raw);
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	emu_sensor_read(&m, &w, (uint64_t)raw.tv_sec * 1000000000u + (uint64_t)raw.tv_nsec,
+			(uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec, &r);
+	double pw = json_num(card, "Average Graphics Package Power (W)");
+	double edge = json_num(card, "Temperature (Sensor edge) (C)");
+	double hot = json_num(card, "Temperature (Sensor junction) (C)");
+	double mem = json_num(card, "Temperature (Sensor memory) (C)");
+	double hbm3 = json_num(card, "Temperature (Sensor HBM 3) (C)");
+	/* hwmon carries whole watts and whole degrees (docs/emulator.md, "Sensors") */
+	CU_ASSERT_DOUBLE_EQUAL(pw, (double)(long)(r.avg_power_w + 0.5), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(edge, (double)(long)(r.temp_edge_c + 0.5), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(hot, (double)(long)(r.temp_hotspot_c + 0.5), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(mem, (double)(long)(r.temp_mem_c + 0.5), 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(hbm3, mem + 3, 1e-9);
+	CU_ASSERT(pw > 0 && pw < m.tdp_w); /* half load: below the cap, above idle */
+	printf("\n      rocm-smi: %.1f W, edge %.1f C, junction %.1f C, memory %.1f C; the model: %.2f W, %.2f, %.2f, "
+	       "%.2f C ",
+	       pw, edge, hot, mem, r.avg_power_w, r.temp_edge_c, r.temp_hotspot_c, r.temp_mem_c);
+	json_decref(root);
+	unlink("/dev/shm/spmtap-emu-test-emu-launch-rocm_smi_card0"); /* rocm_smi's mutex, under our tag */
+	CU_ASSERT_EQUAL(trees_left(), 0);
+}
+
 static const struct testenv_case cases[] = {
 	{ "kill_parent", test_kill_parent, NULL },
 	{ "kill_parent_jobs", test_kill_parent_jobs, NULL },
@@ -418,6 +518,8 @@ static const struct testenv_case cases[] = {
 	{ "status_and_signals", test_status_and_signals, NULL },
 	{ "sweep_dead_sessions", test_sweep_dead_sessions, NULL },
 	{ "emulate_verb", test_emulate_verb, NULL },
+	{ "rocminfo", test_rocminfo, need_rocminfo },
+	{ "rocm_smi", test_rocm_smi, need_rocm_smi },
 	{ NULL, NULL, NULL },
 };
 

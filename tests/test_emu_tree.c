@@ -164,6 +164,13 @@ static void test_tree_contents(void)
 	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "location_id"), g[0].location_id);
 	CU_ASSERT_EQUAL(prop(t, "nodes/1/mem_banks/0/properties", "heap_type"), 1);
 	CU_ASSERT(prop(t, "nodes/1/caches/0/properties", "size") > 0);
+	/* What Debian's ROCr asserts on once asked for caches (rocminfo), as KFD writes them */
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/caches/0/properties", "type"), 9);
+	CU_ASSERT_EQUAL(prop(t, "nodes/0/properties", "caches_count"), 0);
+	char mods[256];
+	CU_ASSERT_EQUAL(read_line(dir, "proc/modules", mods, sizeof(mods)), 0);
+	CU_ASSERT_EQUAL(strncmp(mods, "amdgpu ", 7), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mods, " Live "));
 	CU_ASSERT_EQUAL(prop(t, "nodes/1/io_links/0/properties", "node_to"), 0);
 
 	/* MI250X: two GCD nodes, no num_xcc line (single XCC) */

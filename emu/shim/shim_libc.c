@@ -129,6 +129,12 @@ static bool emu_has_prefix(const char *path, const char *pre)
 
 static const char *emu_xlate(const char *path, char *buf, size_t n)
 {
+	/* The loaded modules, where the tree has the DRM side: libkmod's "is amdgpu loaded" (rocminfo). */
+	if (emu_p.active && emu_p.drm && path && !strcmp(path, "/proc/modules")) {
+		snprintf(buf, n, "%s/proc/modules", emu_p.sysfs);
+		EMU_DBG("redirect %s -> %s\n", path, buf);
+		return buf;
+	}
 	if (!emu_p.active || !path || strncmp(path, "/sys/", 5))
 		return path;
 	for (size_t i = 0; i < sizeof(emu_sys_prefixes) / sizeof(emu_sys_prefixes[0]); i++) {
