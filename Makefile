@@ -123,8 +123,9 @@ $(SHIM_SO): $(SHIM_OBJ) $(EMU_A)
 $(LAUNCHER): $(LAUNCH_OBJ) $(EMU_A)
 	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(EMU_A) -lm
 
-$(CLI): $(CLI_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(ANA_A) $(LIB_A) $(EMU_A) $(LIBS) $(CAIRO_LIBS)
+# No emulator code: --emulate and `spmtap emulate` exec $(LAUNCHER) (test_emu_launch checks with nm).
+$(CLI): $(CLI_OBJ) $(ANA_A) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(ANA_A) $(LIB_A) $(LIBS) $(CAIRO_LIBS)
 
 $(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)

@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "emu/common/schedule.h"
 #include "emu/common/sensors.h"
 #include "emu/common/workload.h"
 #include "testenv.h"
@@ -511,6 +512,82 @@ static void test_rocm_smi(void)
 	CU_ASSERT_EQUAL(trees_left(), 0);
 }
 
+/* Symbols nm lists for file that are the emulator's (emu_*), and whether nm listed anything. */
+static int emu_symbols(const char *file, const char *opts, const char *expect, bool *listed)
+{
+	char cmd[PATH_MAX + 64], line[1024];
+	snprintf(cmd, sizeof(cmd), "nm %s '%s' 2>&1", opts, file);
+	FILE *p = popen(cmd, "r");
+	int n = 0;
+	*listed = false;
+	while (p && fgets(line, sizeof(line), p)) {
+		line[strcspn(line, "\n")] = 0;
+		const char *sym = strrchr(line, ' ');
+		sym = sym ? sym + 1 : line;
+		size_t el = strlen(expect);
+		if (!strncmp(sym, expect, el) && (sym[el] == 0 || sym[el] == '@')) /* -D: name@@VERSION */
+			*listed = true;
+		if (!strncmp(sym, "emu_", 4)) {
+			if (n < 5 && strcmp(expect, "emu_env_setup"))
+				fprintf(stderr, "\n      %s: %s ", file, line);
+			n++;
+		}
+	}
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* spmtap and libspmtap link no emulator code: --emulate and `spmtap emulate` exec spmtap-emu. */
+static void test_no_emulator_code(void)
+{
+	bool listed;
+	CU_ASSERT_EQUAL(emu_symbols(bin("spmtap"), "", "main", &listed), 0);
+	CU_ASSERT(listed); /* nm read it: the check is not vacuous */
+	CU_ASSERT_EQUAL(emu_symbols(bin("libspmtap.so"), "", "spmtap_version_string", &listed), 0);
+	CU_ASSERT(listed);
+	CU_ASSERT_EQUAL(emu_symbols(bin("libspmtap.so"), "-D", "spmtap_version_string", &listed), 0);
+	CU_ASSERT(listed);
+	CU_ASSERT_EQUAL(emu_symbols(bin("libspmtap.a"), "", "spmtap_version_string", &listed), 0);
+	CU_ASSERT(listed);
+	/* and the launcher does carry it (the test would catch a renamed prefix) */
+	CU_ASSERT(emu_symbols(bin("spmtap-emu"), "", "emu_env_setup", &listed) > 0);
+}
+
+/* <tree>/emu-schedule: each process's own workload's steps, as emu/common/schedule.c derives them. */
+static void test_schedule_file(void)
+{
+	static const char *const specs[] = { "square:period_ms=20,duty=0.25", "bursts:every_ms=7.5,len_ms=1.3",
+					     "square:period_ms=10,duty=0.5,high=0.2,low=0.9", "constant:0.5", "bogus" };
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		char env0[128];
+		snprintf(env0, sizeof(env0), "SPMTAP_EMU_WORKLOAD=%s", specs[i]);
+		const char *env[] = { env0, NULL };
+		const char *argv[] = { bin("spmtap"), "emulate", "mi210", "--", "/bin/sh", "-c",
+				       "cat \"$SPMTAP_EMU_SYSFS/emu-schedule\"", NULL };
+		CU_ASSERT_EQUAL(run(argv, path("sched.out"), NULL, env), 0);
+		char want[512], err[160];
+		struct emu_workload w;
+		int bad = emu_workload_parse(specs[i], &w, err, sizeof(err));
+		uint64_t period = 0, on = 0;
+		const char *n1 = NULL, *n2 = NULL;
+		if (bad)
+			snprintf(want, sizeof(want), "spmtap-emu-schedule 1\nworkload %s\nerror %s\n", specs[i], err);
+		else if (emu_workload_steps(&w, &period, &on, &n1, &n2))
+			snprintf(want, sizeof(want),
+				 "spmtap-emu-schedule 1\nworkload %s\nperiod_ns %llu\nstep 0 %s\nstep %llu %s\n", specs[i],
+				 (unsigned long long)period, n1, (unsigned long long)on, n2);
+		else
+			snprintf(want, sizeof(want), "spmtap-emu-schedule 1\nworkload %s\nperiod_ns 0\n", specs[i]);
+		CU_ASSERT_STRING_EQUAL(slurp(path("sched.out")), want);
+	}
+	/* read-only, as a sysfs attribute */
+	const char *wr[] = { bin("spmtap"), "emulate", "mi210", "--", "/bin/sh", "-c",
+			     "echo x > \"$SPMTAP_EMU_SYSFS/emu-schedule\"", NULL };
+	CU_ASSERT_NOT_EQUAL(run(wr, NULL, path("sched.err"), NULL), 0);
+	CU_ASSERT_EQUAL(trees_left(), 0);
+}
+
 static const struct testenv_case cases[] = {
 	{ "kill_parent", test_kill_parent, NULL },
 	{ "kill_parent_jobs", test_kill_parent_jobs, NULL },
@@ -518,6 +595,8 @@ static const struct testenv_case cases[] = {
 	{ "status_and_signals", test_status_and_signals, NULL },
 	{ "sweep_dead_sessions", test_sweep_dead_sessions, NULL },
 	{ "emulate_verb", test_emulate_verb, NULL },
+	{ "no_emulator_code", test_no_emulator_code, NULL },
+	{ "schedule_file", test_schedule_file, NULL },
 	{ "rocminfo", test_rocminfo, need_rocminfo },
 	{ "rocm_smi", test_rocm_smi, need_rocm_smi },
 	{ NULL, NULL, NULL },

@@ -2,8 +2,9 @@
 /*
  * The emulated device's shared half: GPU profiles, the KFD sysfs topology
  * generator and the helpers that launch a program under the LD_PRELOAD shim.
- * Linked into the shim, the spmtap CLI (--emulate) and the tests.  It knows
- * nothing of spmtap's planner or decoder (docs/emulator.md).
+ * Linked into the shim, the launcher (spmtap-emu) and the tests, never into
+ * spmtap or libspmtap.  It knows nothing of spmtap's planner or decoder
+ * (docs/emulator.md).
  */
 #ifndef SPMTAP_EMU_H
 #define SPMTAP_EMU_H

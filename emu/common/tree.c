@@ -417,6 +417,9 @@ int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t 
 	write_drm(&tw, dir, gpus, n, profile_spec);
 	snprintf(spec, sizeof(spec), "%s\n", profile_spec);
 	tw_file(&tw, spec, "%s/emu-profile", dir);
+	/* A placeholder: the shim serves each process its own workload's schedule here (schedule.h). */
+	tw_file(&tw, "spmtap-emu-schedule 1\nerror read without the emulator's shim: the schedule is generated at open\n",
+		"%s/emu-schedule", dir);
 	/* Sensor glitch times (SPMTAP_EMU_SENSOR_GLITCH) count from here, in every process of the run. */
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);

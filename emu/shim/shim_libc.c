@@ -240,6 +240,9 @@ static int emu_fd_kind(int fd)
 		int kind = emu_classify(path, &minor);                    \
 		if (kind)                                                 \
 			return emu_open_fake(kind, minor, path, flags);   \
+		int sch_ = emu_schedule_open(path, flags);               \
+		if (sch_ != -2)                                           \
+			return sch_;                                      \
 		char buf[PATH_MAX];                                       \
 		const char *orig_ = path;                                 \
 		path = emu_xlate(path, buf, sizeof(buf));                 \
@@ -305,13 +308,17 @@ EMU_EXPORT int __open64_2(const char *path, int flags)
 	EMU_OPEN_BODY(__open64_2, path, flags);
 }
 
-/* A dynamic attribute opened through stdio (ifstream goes through fopen64): generated once, at open. */
-static FILE *emu_fopen_sensor(const char *xpath, const char *mode, bool *handled)
+static int emu_fopen_flags(const char *mode)
 {
 	int fl = (mode && mode[0] == 'r' && !strchr(mode, '+')) ? O_RDONLY : O_RDWR;
 	if (mode && strchr(mode, 'e'))
 		fl |= O_CLOEXEC;
-	int fd = emu_sensor_open(xpath, fl, false);
+	return fl;
+}
+
+/* fd from a generated file (-2: not one) as a FILE; *handled says whether it was one. */
+static FILE *emu_fopen_fd(int fd, const char *mode, bool *handled)
+{
 	*handled = fd != -2;
 	if (fd < 0)
 		return NULL;
@@ -321,13 +328,25 @@ static FILE *emu_fopen_sensor(const char *xpath, const char *mode, bool *handled
 	return f;
 }
 
+/*
+ * The schedule, or a dynamic attribute (translated path xpath), opened through stdio (ifstream goes
+ * through fopen64): generated once, at open.
+ */
+static FILE *emu_fopen_dynamic(const char *path, const char *xpath, const char *mode, bool *handled)
+{
+	FILE *f = emu_fopen_fd(emu_schedule_open(path, emu_fopen_flags(mode)), mode, handled);
+	if (*handled || xpath == path)
+		return f;
+	return emu_fopen_fd(emu_sensor_open(xpath, emu_fopen_flags(mode), false), mode, handled);
+}
+
 EMU_EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
 	const char *x = emu_xlate(path, buf, sizeof(buf));
-	if (x != path) {
+	if (emu_p.active) {
 		bool handled;
-		FILE *f = emu_fopen_sensor(x, mode, &handled);
+		FILE *f = emu_fopen_dynamic(path, x, mode, &handled);
 		if (handled)
 			return f;
 	}
@@ -339,9 +358,9 @@ EMU_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
 	const char *x = emu_xlate(path, buf, sizeof(buf));
-	if (x != path) {
+	if (emu_p.active) {
 		bool handled;
-		FILE *f = emu_fopen_sensor(x, mode, &handled);
+		FILE *f = emu_fopen_dynamic(path, x, mode, &handled);
 		if (handled)
 			return f;
 	}
