@@ -212,8 +212,22 @@ static void test_env_setup_and_remove(void)
 	CU_ASSERT_STRING_EQUAL(getenv("SPMTAP_EMU_ACTIVE"), "1");
 	snprintf(p, sizeof(p), "%s:/nonexistent/other.so", shim);
 	CU_ASSERT_STRING_EQUAL(getenv("LD_PRELOAD"), p);
+	/* ROCm SMI's mutexes under the tree's own tag go with it; another tag's stay. */
+	char tag[16], mine[PATH_MAX], other[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/kfd", tmp);
+	snprintf(mine, sizeof(mine), "/dev/shm/spmtap-emu-%s-rocm_smi_card0", emu_shm_tag(p, tag, sizeof(tag)));
+	snprintf(other, sizeof(other), "/dev/shm/spmtap-emu-test-tree-%d-rocm_smi_card0", (int)getpid());
+	FILE *f1 = fopen(mine, "w"), *f2 = fopen(other, "w");
+	CU_ASSERT(f1 && f2);
+	if (f1)
+		fclose(f1);
+	if (f2)
+		fclose(f2);
 	CU_ASSERT_EQUAL(emu_tree_remove(tmp), 0);
 	CU_ASSERT_NOT_EQUAL(stat(tmp, &st), 0);
+	CU_ASSERT_NOT_EQUAL(stat(mine, &st), 0);
+	CU_ASSERT_EQUAL(stat(other, &st), 0);
+	unlink(other);
 
 	/* Never delete a directory we did not create. */
 	snprintf(p, sizeof(p), "%s/notours", tree_tmp);

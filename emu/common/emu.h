@@ -73,8 +73,15 @@ const char *emu_shim_path(char *buf, size_t len);
  */
 int emu_env_setup(const char *profile_spec, char *tmpdir, size_t len, char *err, size_t errlen);
 
-/* Delete a directory made by emu_env_setup (refuses one without our marker). */
+/*
+ * Delete a directory made by emu_env_setup (refuses one without our marker),
+ * and the ROCm SMI mutexes its processes made under the tree's own tag
+ * (/dev/shm/spmtap-emu-<emu_shm_tag>-*).
+ */
 int emu_tree_remove(const char *tmpdir);
+
+/* The default tag of a tree's ROCm SMI mutexes: a hash of its SPMTAP_EMU_SYSFS path (docs/emulator.md). */
+const char *emu_shm_tag(const char *sysfs, char *buf, size_t len);
 
 /* Marker file that emu_env_setup leaves in its temporary directory. */
 #define EMU_TMP_MARKER ".spmtap-emu-tmp"

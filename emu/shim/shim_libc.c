@@ -534,13 +534,8 @@ static const char *emu_shm_xlate(const char *name, char *buf, size_t n)
 		return name;
 	const char *tag = getenv("SPMTAP_EMU_SHM_TAG");
 	char h[16];
-	if (!tag || !*tag) {
-		unsigned x = 2166136261u;
-		for (const char *c = emu_p.sysfs; *c; c++)
-			x = (x ^ (unsigned char)*c) * 16777619u;
-		snprintf(h, sizeof(h), "%08x", x);
-		tag = h;
-	}
+	if (!tag || !*tag)
+		tag = emu_shm_tag(emu_p.sysfs, h, sizeof(h));
 	snprintf(buf, n, "/spmtap-emu-%s-%s", tag, name + 1);
 	EMU_DBG("shm %s -> %s\n", name, buf);
 	return buf;
