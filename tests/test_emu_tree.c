@@ -4,10 +4,12 @@
  * and the launch helpers.  Runs without the shim.
  */
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "emu/common/emu.h"
@@ -162,6 +164,13 @@ static void test_tree_contents(void)
 	CU_ASSERT_EQUAL(prop(t, "nodes/1/properties", "location_id"), g[0].location_id);
 	CU_ASSERT_EQUAL(prop(t, "nodes/1/mem_banks/0/properties", "heap_type"), 1);
 	CU_ASSERT(prop(t, "nodes/1/caches/0/properties", "size") > 0);
+	/* What Debian's ROCr asserts on once asked for caches (rocminfo), as KFD writes them */
+	CU_ASSERT_EQUAL(prop(t, "nodes/1/caches/0/properties", "type"), 9);
+	CU_ASSERT_EQUAL(prop(t, "nodes/0/properties", "caches_count"), 0);
+	char mods[256];
+	CU_ASSERT_EQUAL(read_line(dir, "proc/modules", mods, sizeof(mods)), 0);
+	CU_ASSERT_EQUAL(strncmp(mods, "amdgpu ", 7), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(mods, " Live "));
 	CU_ASSERT_EQUAL(prop(t, "nodes/1/io_links/0/properties", "node_to"), 0);
 
 	/* MI250X: two GCD nodes, no num_xcc line (single XCC) */
@@ -203,8 +212,22 @@ static void test_env_setup_and_remove(void)
 	CU_ASSERT_STRING_EQUAL(getenv("SPMTAP_EMU_ACTIVE"), "1");
 	snprintf(p, sizeof(p), "%s:/nonexistent/other.so", shim);
 	CU_ASSERT_STRING_EQUAL(getenv("LD_PRELOAD"), p);
+	/* ROCm SMI's mutexes under the tree's own tag go with it; another tag's stay. */
+	char tag[16], mine[PATH_MAX], other[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/kfd", tmp);
+	snprintf(mine, sizeof(mine), "/dev/shm/spmtap-emu-%s-rocm_smi_card0", emu_shm_tag(p, tag, sizeof(tag)));
+	snprintf(other, sizeof(other), "/dev/shm/spmtap-emu-test-tree-%d-rocm_smi_card0", (int)getpid());
+	FILE *f1 = fopen(mine, "w"), *f2 = fopen(other, "w");
+	CU_ASSERT(f1 && f2);
+	if (f1)
+		fclose(f1);
+	if (f2)
+		fclose(f2);
 	CU_ASSERT_EQUAL(emu_tree_remove(tmp), 0);
 	CU_ASSERT_NOT_EQUAL(stat(tmp, &st), 0);
+	CU_ASSERT_NOT_EQUAL(stat(mine, &st), 0);
+	CU_ASSERT_EQUAL(stat(other, &st), 0);
+	unlink(other);
 
 	/* Never delete a directory we did not create. */
 	snprintf(p, sizeof(p), "%s/notours", tree_tmp);
@@ -228,12 +251,146 @@ static void test_env_setup_and_remove(void)
 	free(saved);
 }
 
+/*
+ * A session directory made under base by a child (emu_env_setup records it as the owner); the child's
+ * pid.  With `stay`, the child lives until its stdin pipe closes; otherwise it exits at once
+ * (unreaped: the caller reaps it, so both "zombie" and "gone" can be checked).
+ */
+static pid_t owned_tree(const char *base, bool stay, char *tmp, size_t len, int *hold)
+{
+	int p[2], q[2];
+	if (pipe(p) || pipe(q))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char err[512], t[PATH_MAX];
+		close(p[0]);
+		close(q[1]);
+		setenv("TMPDIR", base, 1);
+		if (emu_env_setup("mi210", t, sizeof(t), err, sizeof(err)))
+			snprintf(t, sizeof(t), "!%s", err);
+		if (write(p[1], t, strlen(t) + 1) < 0)
+			_exit(1);
+		close(p[1]);
+		char c;
+		if (stay)
+			while (read(q[0], &c, 1) > 0)
+				;
+		_exit(0);
+	}
+	close(p[1]);
+	close(q[0]);
+	ssize_t n = read(p[0], tmp, len - 1);
+	tmp[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	*hold = q[1];
+	return pid;
+}
+
+static bool exists(const char *p)
+{
+	struct stat st;
+	return lstat(p, &st) == 0;
+}
+
+/* Rewrite one "key value" line of a directory's owner record. */
+static void owner_set(const char *dir, const char *key, const char *val)
+{
+	char p[PATH_MAX + 64], lines[8][128];
+	int n = 0;
+	snprintf(p, sizeof(p), "%s/" EMU_OWNER_FILE, dir);
+	FILE *f = fopen(p, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	while (n < 8 && fgets(lines[n], sizeof(lines[n]), f))
+		n++;
+	fclose(f);
+	f = fopen(p, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	for (int i = 0; i < n; i++) {
+		if (!strncmp(lines[i], key, strlen(key)) && lines[i][strlen(key)] == ' ')
+			fprintf(f, "%s %s\n", key, val);
+		else
+			fputs(lines[i], f);
+	}
+	fclose(f);
+}
+
+/* Only directories whose owner is provably gone are swept: dead, a zombie, reused pid, another boot. */
+static void test_sweep_dead_owners(void)
+{
+	char base[PATH_MAX], live[PATH_MAX], dead[PATH_MAX], zomb[PATH_MAX], reused[PATH_MAX], boot[PATH_MAX],
+		ns[PATH_MAX], legacy[PATH_MAX + 32], other[PATH_MAX + 32], err[256];
+	int hl, hd, hz, hr, hb, hn;
+	snprintf(base, sizeof(base), "%s/sweep", tree_tmp);
+	CU_ASSERT_EQUAL_FATAL(mkdir(base, 0700), 0);
+
+	pid_t pl = owned_tree(base, true, live, sizeof(live), &hl);
+	pid_t pd = owned_tree(base, false, dead, sizeof(dead), &hd);
+	pid_t pz = owned_tree(base, false, zomb, sizeof(zomb), &hz);
+	pid_t pr = owned_tree(base, true, reused, sizeof(reused), &hr);
+	pid_t pb = owned_tree(base, true, boot, sizeof(boot), &hb);
+	pid_t pn = owned_tree(base, true, ns, sizeof(ns), &hn);
+	CU_ASSERT_FATAL(pl > 0 && pd > 0 && pz > 0 && pr > 0 && pb > 0 && pn > 0);
+	CU_ASSERT_FATAL(live[0] == '/' && dead[0] == '/' && zomb[0] == '/' && reused[0] == '/' && boot[0] == '/' &&
+			ns[0] == '/');
+	waitpid(pd, NULL, 0);
+	/* pz exits but stays unreaped: a zombie is dead. */
+	for (int i = 0; i < 500 && !emu_owner_gone(zomb); i++)
+		usleep(2000);
+	char start[32];
+	snprintf(start, sizeof(start), "%llu", emu_proc_start(pr) + 1);
+	owner_set(reused, "start", start); /* the same pid, a later process */
+	owner_set(boot, "boot", "00000000-0000-0000-0000-000000000000");
+	owner_set(ns, "pidns", "1");
+	/* Not a session's: the marker without an owner (older spmtap, or a crash before the record), no marker. */
+	snprintf(legacy, sizeof(legacy), "%s/spmtap-emu-legacy", base);
+	snprintf(other, sizeof(other), "%s/spmtap-emu-1000", base);
+	mkdir(legacy, 0700);
+	mkdir(other, 0700);
+	char m[PATH_MAX + 64];
+	snprintf(m, sizeof(m), "%s/" EMU_TMP_MARKER, legacy);
+	fclose(fopen(m, "w"));
+
+	CU_ASSERT_EQUAL(emu_owner_gone(live), 0);
+	CU_ASSERT_EQUAL(emu_owner_gone(dead), 1);
+	CU_ASSERT_EQUAL(emu_owner_gone(zomb), 1);
+	CU_ASSERT_EQUAL(emu_tree_sweep(base, err, sizeof(err)), 4);
+	CU_ASSERT(exists(live));
+	CU_ASSERT(!exists(dead));
+	CU_ASSERT(!exists(zomb));
+	CU_ASSERT(!exists(reused));
+	CU_ASSERT(!exists(boot));
+	CU_ASSERT(exists(ns));
+	CU_ASSERT(exists(legacy));
+	CU_ASSERT(exists(other));
+	CU_ASSERT_EQUAL(emu_tree_sweep(base, err, sizeof(err)), 0);
+
+	close(hl);
+	close(hd);
+	close(hz);
+	close(hr);
+	close(hb);
+	close(hn);
+	waitpid(pl, NULL, 0);
+	waitpid(pz, NULL, 0);
+	waitpid(pr, NULL, 0);
+	waitpid(pb, NULL, 0);
+	waitpid(pn, NULL, 0);
+	/* Its owner gone now, the live one goes on the next sweep. */
+	CU_ASSERT_EQUAL(emu_tree_sweep(base, err, sizeof(err)), 1);
+	CU_ASSERT(!exists(live));
+	CU_ASSERT_EQUAL(emu_tree_remove(ns), 0);
+	CU_ASSERT_EQUAL(emu_tree_sweep("/nonexistent/dir", err, sizeof(err)), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "/nonexistent/dir"));
+}
+
 static const struct testenv_case cases[] = {
 	{ "profiles_table", test_profiles_table, NULL },
 	{ "spec_parse", test_spec_parse, NULL },
 	{ "gpu_ids_distinct", test_gpu_ids_distinct, NULL },
 	{ "tree_contents", test_tree_contents, NULL },
 	{ "env_setup_and_remove", test_env_setup_and_remove, NULL },
+	{ "sweep_dead_owners", test_sweep_dead_owners, NULL },
 	{ NULL, NULL, NULL },
 };
 

@@ -52,6 +52,15 @@ extern const char cmd_export_usage[];
  * status, or -1 when we already are under it (carry on in this process).
  */
 int emulate_run(const char *profile, char **argv);
+/*
+ * Exec the emulator's launcher (spmtap-emu) to run cmd on the emulated node
+ * `profile` (gen "A", "B" or NULL); returns an exit status only when that
+ * fails, the message printed with `what` ("--emulate", "emulate").
+ */
+int emulate_exec(const char *what, const char *profile, const char *gen, char **cmd);
+/* spmtap emulate PROFILE [--gen A|B] -- CMD [ARGS] (cmd-emulate.c). */
+int cmd_emulate(int argc, char **argv);
+extern const char cmd_emulate_usage[];
 
 /* "8M", "512k", "4096": bytes; -EINVAL on anything else. */
 int cli_parse_size(const char *s, uint64_t *out);

@@ -21,7 +21,7 @@
 #include "collector/cli/record.h"
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
-#include "emu/common/schedule.h"
+#include "collector/cli/emu-schedule.h"
 #include "collector/lib/power_dedt.h"
 #include "collector/lib/session.h"
 #include "collector/lib/smi_source.h"
@@ -189,17 +189,16 @@ static int sched_phase(uint64_t start, uint64_t end, const char *name, void *use
 /* `--phases emulator`: the emulated workload's schedule over the recording, its ground truth. */
 static int emulator_phases(struct emu_sched *e)
 {
-	const char *spec = getenv("SPMTAP_EMU_WORKLOAD");
-	struct emu_workload w;
-	char err[160];
-	if (emu_workload_parse(spec, &w, err, sizeof(err)) < 0) {
-		fprintf(stderr, "spmtap record: --phases emulator: SPMTAP_EMU_WORKLOAD=%s: %s\n", spec, err);
+	struct sched_file w;
+	char err[512];
+	if (sched_file_read(&w, err, sizeof(err)) < 0) {
+		fprintf(stderr, "spmtap record: --phases emulator: %s\n", err);
 		return -EINVAL;
 	}
-	int rc = emu_workload_schedule(&w, e->r0, e->r1, sched_phase, e);
+	int rc = sched_file_each(&w, e->r0, e->r1, sched_phase, e);
 	if (rc == 0)
 		fprintf(stderr, "spmtap record: --phases emulator: the workload (%s) has no load/idle steps\n",
-			spec && *spec ? spec : "constant:1");
+			w.workload);
 	return rc < 0 ? rc : 0;
 }
 

@@ -2,8 +2,9 @@
 /*
  * The emulated device's shared half: GPU profiles, the KFD sysfs topology
  * generator and the helpers that launch a program under the LD_PRELOAD shim.
- * Linked into the shim, the spmtap CLI (--emulate) and the tests.  It knows
- * nothing of spmtap's planner or decoder (docs/emulator.md).
+ * Linked into the shim, the launcher (spmtap-emu) and the tests, never into
+ * spmtap or libspmtap.  It knows nothing of spmtap's planner or decoder
+ * (docs/emulator.md).
  */
 #ifndef SPMTAP_EMU_H
 #define SPMTAP_EMU_H
@@ -65,16 +66,44 @@ int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t 
 const char *emu_shim_path(char *buf, size_t len);
 
 /*
- * mkdtemp under $TMPDIR (or /tmp), write the tree into <tmp>/kfd, set
+ * mkdtemp under $TMPDIR (or /tmp), record this process as its owner
+ * (EMU_OWNER_FILE), write the tree into <tmp>/kfd, set
  * SPMTAP_EMU_SYSFS, SPMTAP_EMU_PROFILE, SPMTAP_EMU_ACTIVE=1 and prepend the
  * shim to LD_PRELOAD.  The new directory is returned in tmpdir.  0 or -1.
  */
 int emu_env_setup(const char *profile_spec, char *tmpdir, size_t len, char *err, size_t errlen);
 
-/* Delete a directory made by emu_env_setup (refuses one without our marker). */
+/*
+ * Delete a directory made by emu_env_setup (refuses one without our marker),
+ * and the ROCm SMI mutexes its processes made under the tree's own tag
+ * (/dev/shm/spmtap-emu-<emu_shm_tag>-*).
+ */
 int emu_tree_remove(const char *tmpdir);
+
+/* The default tag of a tree's ROCm SMI mutexes: a hash of its SPMTAP_EMU_SYSFS path (docs/emulator.md). */
+const char *emu_shm_tag(const char *sysfs, char *buf, size_t len);
 
 /* Marker file that emu_env_setup leaves in its temporary directory. */
 #define EMU_TMP_MARKER ".spmtap-emu-tmp"
+
+/*
+ * The owner record (owner.c): the process that made a temporary directory,
+ * by pid, start time, boot id and pid namespace, written by emu_env_setup
+ * before anything else, so that a directory whose maker died uncleanly can
+ * be told from one in use.
+ */
+#define EMU_OWNER_FILE ".spmtap-emu-owner"
+/* Record this process as tmpdir's owner.  0, or -1 with the reason in err. */
+int emu_owner_write(const char *tmpdir, char *err, size_t errlen);
+/* 1 when tmpdir's owner is provably dead; 0 when it lives, or no record says who it is. */
+int emu_owner_gone(const char *tmpdir);
+/*
+ * Remove every spmtap-emu-* directory of ours under base ($TMPDIR or /tmp
+ * when NULL) that has our marker and an owner provably gone; never another.
+ * Returns how many were removed, or -1 with the reason in err.
+ */
+int emu_tree_sweep(const char *base, char *err, size_t errlen);
+/* /proc/PID/stat's start time (clock ticks since boot); 0 when there is no such process. */
+unsigned long long emu_proc_start(long pid);
 
 #endif

@@ -79,10 +79,17 @@ int emu_env_setup(const char *profile_spec, char *tmpdir, size_t len, char *err,
 		return -1;
 	}
 	snprintf(tmpdir, len, "%s", tmpl);
+	/* The owner first: a directory without one is never swept, so a crash here leaves it, not a live one's. */
+	if (emu_owner_write(tmpl, err, errlen)) {
+		rmdir(tmpl);
+		return -1;
+	}
 	snprintf(tree, sizeof(tree), "%s/" EMU_TMP_MARKER, tmpl);
 	int fd = open(tree, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create %s: %s", tree, strerror(errno));
+		snprintf(tree, sizeof(tree), "%s/" EMU_OWNER_FILE, tmpl);
+		unlink(tree);
 		rmdir(tmpl);
 		return -1;
 	}
@@ -138,6 +145,31 @@ static int emu_rm_rf(int dfd, const char *name)
 	return rc;
 }
 
+const char *emu_shm_tag(const char *sysfs, char *buf, size_t len)
+{
+	unsigned x = 2166136261u; /* FNV-1a */
+	for (const char *c = sysfs; *c; c++)
+		x = (x ^ (unsigned char)*c) * 16777619u;
+	snprintf(buf, len, "%08x", x);
+	return buf;
+}
+
+/* The tree's own ROCm SMI mutexes; one with an explicit SPMTAP_EMU_SHM_TAG is its owner's to remove. */
+static void emu_shm_remove(const char *tmpdir)
+{
+	char tree[PATH_MAX + 8], tag[16], pre[64];
+	snprintf(tree, sizeof(tree), "%s/kfd", tmpdir);
+	snprintf(pre, sizeof(pre), "spmtap-emu-%s-", emu_shm_tag(tree, tag, sizeof(tag)));
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, pre, strlen(pre)))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
+}
+
 int emu_tree_remove(const char *tmpdir)
 {
 	char marker[PATH_MAX + 32];
@@ -152,5 +184,6 @@ int emu_tree_remove(const char *tmpdir)
 		errno = EPERM; /* not ours: never delete what we did not create */
 		return -1;
 	}
+	emu_shm_remove(tmpdir);
 	return emu_rm_rf(AT_FDCWD, tmpdir);
 }

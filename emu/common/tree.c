@@ -101,14 +101,16 @@ static void write_cpu_node(struct emu_tw *tw, const char *t, int ngpus)
 	tw_mkdir(tw, "%s/nodes/0/mem_banks", t);
 	tw_mkdir(tw, "%s/nodes/0/mem_banks/0", t);
 	tw_mkdir(tw, "%s/nodes/0/caches", t);
-	tw_mkdir(tw, "%s/nodes/0/caches/0", t);
 	tw_mkdir(tw, "%s/nodes/0/io_links", t);
 	tw_file(tw, "0\n", "%s/nodes/0/gpu_id", t);
 	tw_file(tw, "\n", "%s/nodes/0/name", t);
 	kv(p, sizeof(p), "cpu_cores_count", ncpu > 0 ? (unsigned long long)ncpu : 4);
 	kv(p, sizeof(p), "simd_count", 0);
 	kv(p, sizeof(p), "mem_banks_count", 1);
-	kv(p, sizeof(p), "caches_count", 1);
+	/* 0, as KFD writes for CPU nodes: libhsakmt then reads /sys/devices/system/cpu/cpuN/cache/, whose
+	 * entries carry the CPU type bit; ROCr's CPU agent keeps only those and asserts "CPU cache info
+	 * missing" without any (rocminfo asks; shared/ref/DISPATCH.md 7). */
+	kv(p, sizeof(p), "caches_count", 0);
 	kv(p, sizeof(p), "io_links_count", (unsigned long long)ngpus);
 	kv(p, sizeof(p), "p2p_links_count", 0);
 	kv(p, sizeof(p), "cpu_core_id_base", 0);
@@ -138,10 +140,6 @@ static void write_cpu_node(struct emu_tw *tw, const char *t, int ngpus)
 	tw_file(tw, p, "%s/nodes/0/properties", t);
 	tw_file(tw, "heap_type 0\nsize_in_bytes 17179869184\nflags 0\nwidth 72\nmem_clk_max 3200\n",
 		"%s/nodes/0/mem_banks/0/properties", t);
-	tw_file(tw,
-		"processor_id_low 0\nlevel 1\nsize 32\ncache_line_size 64\ncache_lines_per_tag 1\n"
-		"association 8\nlatency 1\ntype 1\nsibling_map 1\n",
-		"%s/nodes/0/caches/0/properties", t);
 	for (int i = 0; i < ngpus; i++) {
 		tw_mkdir(tw, "%s/nodes/0/io_links/%d", t, i);
 		io_link(p, sizeof(p), 0, (uint32_t)i + 1);
@@ -226,7 +224,7 @@ static void write_gpu_node(struct emu_tw *tw, const char *t, const struct emu_gp
 	kv(p, sizeof(p), "cache_lines_per_tag", 1);
 	kv(p, sizeof(p), "association", 4);
 	kv(p, sizeof(p), "latency", 1);
-	kv(p, sizeof(p), "type", 5);
+	kv(p, sizeof(p), "type", 9); /* DATA | HSACU, as KFD writes GPU caches: ROCr drops 5 (DATA | CPU) */
 	kv(p, sizeof(p), "sibling_map", 1);
 	tw_file(tw, p, "%s/nodes/%u/caches/0/properties", t, n);
 
@@ -384,6 +382,11 @@ static void write_drm(struct emu_tw *tw, const char *dir, const struct emu_gpu_d
 	tw_file(tw, "drm 1.1.0 20060810\n", "%s/class/drm/version", root);
 	tw_file(tw, "live\n", "%s/module/amdgpu/initstate", root);
 	tw_file(tw, "5.16.9.22.20\n", "%s/module/amdgpu/version", root);
+	tw_mkdir(tw, "%s/module/amdgpu/holders", root); /* libkmod lists it */
+	/* /proc/modules as libkmod reads it (the shim redirects it here): rocminfo says "ROCk module is NOT
+	 * loaded" without an amdgpu line. */
+	tw_mkdir(tw, "%s/proc", dir);
+	tw_file(tw, "amdgpu 9318400 0 - Live 0x0000000000000000\n", "%s/proc/modules", dir);
 	for (int i = 0; i < n; i++)
 		write_drm_card(tw, root, &g[i], (unsigned)i, spec);
 }
@@ -414,6 +417,9 @@ int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t 
 	write_drm(&tw, dir, gpus, n, profile_spec);
 	snprintf(spec, sizeof(spec), "%s\n", profile_spec);
 	tw_file(&tw, spec, "%s/emu-profile", dir);
+	/* A placeholder: the shim serves each process its own workload's schedule here (schedule.h). */
+	tw_file(&tw, "spmtap-emu-schedule 1\nerror read without the emulator's shim: the schedule is generated at open\n",
+		"%s/emu-schedule", dir);
 	/* Sensor glitch times (SPMTAP_EMU_SENSOR_GLITCH) count from here, in every process of the run. */
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);

@@ -84,6 +84,9 @@ int emu_sensor_open(const char *xpath, int flags, bool track);
 bool emu_sensor_fd_refresh(int fd);
 void emu_sensor_fd_forget(int fd);
 
+/* schedule_fs.c: <tree>/emu-schedule, generated at open; -2 when path is not it, else an fd or -1. */
+int emu_schedule_open(const char *path, int flags);
+
 /* config.c */
 void emu_config_load(void);
 struct emu_gpu *emu_gpu_by_id(uint32_t gpu_id);

@@ -129,6 +129,12 @@ static bool emu_has_prefix(const char *path, const char *pre)
 
 static const char *emu_xlate(const char *path, char *buf, size_t n)
 {
+	/* The loaded modules, where the tree has the DRM side: libkmod's "is amdgpu loaded" (rocminfo). */
+	if (emu_p.active && emu_p.drm && path && !strcmp(path, "/proc/modules")) {
+		snprintf(buf, n, "%s/proc/modules", emu_p.sysfs);
+		EMU_DBG("redirect %s -> %s\n", path, buf);
+		return buf;
+	}
 	if (!emu_p.active || !path || strncmp(path, "/sys/", 5))
 		return path;
 	for (size_t i = 0; i < sizeof(emu_sys_prefixes) / sizeof(emu_sys_prefixes[0]); i++) {
@@ -234,6 +240,9 @@ static int emu_fd_kind(int fd)
 		int kind = emu_classify(path, &minor);                    \
 		if (kind)                                                 \
 			return emu_open_fake(kind, minor, path, flags);   \
+		int sch_ = emu_schedule_open(path, flags);               \
+		if (sch_ != -2)                                           \
+			return sch_;                                      \
 		char buf[PATH_MAX];                                       \
 		const char *orig_ = path;                                 \
 		path = emu_xlate(path, buf, sizeof(buf));                 \
@@ -299,13 +308,17 @@ EMU_EXPORT int __open64_2(const char *path, int flags)
 	EMU_OPEN_BODY(__open64_2, path, flags);
 }
 
-/* A dynamic attribute opened through stdio (ifstream goes through fopen64): generated once, at open. */
-static FILE *emu_fopen_sensor(const char *xpath, const char *mode, bool *handled)
+static int emu_fopen_flags(const char *mode)
 {
 	int fl = (mode && mode[0] == 'r' && !strchr(mode, '+')) ? O_RDONLY : O_RDWR;
 	if (mode && strchr(mode, 'e'))
 		fl |= O_CLOEXEC;
-	int fd = emu_sensor_open(xpath, fl, false);
+	return fl;
+}
+
+/* fd from a generated file (-2: not one) as a FILE; *handled says whether it was one. */
+static FILE *emu_fopen_fd(int fd, const char *mode, bool *handled)
+{
 	*handled = fd != -2;
 	if (fd < 0)
 		return NULL;
@@ -315,13 +328,25 @@ static FILE *emu_fopen_sensor(const char *xpath, const char *mode, bool *handled
 	return f;
 }
 
+/*
+ * The schedule, or a dynamic attribute (translated path xpath), opened through stdio (ifstream goes
+ * through fopen64): generated once, at open.
+ */
+static FILE *emu_fopen_dynamic(const char *path, const char *xpath, const char *mode, bool *handled)
+{
+	FILE *f = emu_fopen_fd(emu_schedule_open(path, emu_fopen_flags(mode)), mode, handled);
+	if (*handled || xpath == path)
+		return f;
+	return emu_fopen_fd(emu_sensor_open(xpath, emu_fopen_flags(mode), false), mode, handled);
+}
+
 EMU_EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
 	const char *x = emu_xlate(path, buf, sizeof(buf));
-	if (x != path) {
+	if (emu_p.active) {
 		bool handled;
-		FILE *f = emu_fopen_sensor(x, mode, &handled);
+		FILE *f = emu_fopen_dynamic(path, x, mode, &handled);
 		if (handled)
 			return f;
 	}
@@ -333,9 +358,9 @@ EMU_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
 	const char *x = emu_xlate(path, buf, sizeof(buf));
-	if (x != path) {
+	if (emu_p.active) {
 		bool handled;
-		FILE *f = emu_fopen_sensor(x, mode, &handled);
+		FILE *f = emu_fopen_dynamic(path, x, mode, &handled);
 		if (handled)
 			return f;
 	}
@@ -509,13 +534,8 @@ static const char *emu_shm_xlate(const char *name, char *buf, size_t n)
 		return name;
 	const char *tag = getenv("SPMTAP_EMU_SHM_TAG");
 	char h[16];
-	if (!tag || !*tag) {
-		unsigned x = 2166136261u;
-		for (const char *c = emu_p.sysfs; *c; c++)
-			x = (x ^ (unsigned char)*c) * 16777619u;
-		snprintf(h, sizeof(h), "%08x", x);
-		tag = h;
-	}
+	if (!tag || !*tag)
+		tag = emu_shm_tag(emu_p.sysfs, h, sizeof(h));
 	snprintf(buf, n, "/spmtap-emu-%s-%s", tag, name + 1);
 	EMU_DBG("shm %s -> %s\n", name, buf);
 	return buf;
