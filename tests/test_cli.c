@@ -44,16 +44,18 @@ static char *slurp(const char *p)
  * build/spmtap ARGS (a shell word list), outside any emulator of this
  * process, stdout and stderr to DIR/out and DIR/err; its exit status.
  */
-static int spmtap(const char *args)
+static int spmtap_env(const char *env, const char *args)
 {
 	char cmd[8192];
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && env -u LD_PRELOAD -u SPMTAP_EMU_ACTIVE -u SPMTAP_EMULATE "
-		 "SPMTAP_EMU_STATE_DIR='%s' '%s/spmtap' %s >out 2>err </dev/null",
-		 dir, path("state"), testenv_build_dir(), args);
+		 "SPMTAP_EMU_STATE_DIR='%s' %s '%s/spmtap' %s >out 2>err </dev/null",
+		 dir, path("state"), env, testenv_build_dir(), args);
 	int st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+static int spmtap(const char *args) { return spmtap_env("", args); }
 
 static bool exists(const char *p)
 {
@@ -160,6 +162,13 @@ static void test_app_args_untouched(void)
 	CU_ASSERT_STRING_EQUAL(slurp(path("args.txt")), "--emulate x --help\n");
 }
 
+/* `spmtap emulate` names its profile; SPMTAP_EMULATE left in the shell must not nest sessions. */
+static void test_emulate_verb_ignores_env(void)
+{
+	CU_ASSERT_EQUAL(spmtap_env("SPMTAP_EMULATE=mi300a", "emulate mi210 -- sh -c 'echo ok'"), 0);
+	CU_ASSERT_STRING_EQUAL(slurp(path("out")), "ok\n");
+}
+
 static void test_bad_global_options(void)
 {
 	CU_ASSERT_EQUAL(spmtap("record --spm SQ_WAVES --emulate"), 64);
@@ -186,6 +195,7 @@ int main(int argc, char **argv)
 		{ "formats_refused", test_formats_refused, NULL },
 		{ "d_is_directory", test_d_is_directory, need_emulator },
 		{ "app_args_untouched", test_app_args_untouched, need_emulator },
+		{ "emulate_verb_ignores_env", test_emulate_verb_ignores_env, need_emulator },
 		{ "bad_global_options", test_bad_global_options, NULL },
 		{ NULL, NULL, NULL },
 	};

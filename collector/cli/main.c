@@ -219,7 +219,8 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h"))
 			return show_help(c);
 	}
-	if (emulate && *emulate && c->fn != cmd_help && c->fn != cmd_version) {
+	/* `emulate` names its own profile; SPMTAP_EMULATE in the shell must not nest a session. */
+	if (emulate && *emulate && c->fn != cmd_help && c->fn != cmd_version && c->fn != cmd_emulate) {
 		int st = emulate_run(emulate, argv);
 		if (st >= 0)
 			return st;
