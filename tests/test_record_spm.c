@@ -362,11 +362,15 @@ static int cmp_sample(const void *a, const void *b)
  * collector/lib/prime.h), `trailing` after its last row (at most the one
  * the stop cut); `missing` are inside the recording: lost.
  */
+/* Truth flags (docs/emulator.md): the kernel dropped the sample whole, by its own rule. */
+#define ST_STALLED 1u   /* gen B: the ring was full, the RLC stalled over it (SPM.md 4.2) */
+#define ST_DISCARDED 2u /* gen A: the armed buffer was full, the worker discarded the ring (4.2) */
 struct match {
 	size_t rows, matched, mismatched_cells, unmatched_rows, truth_samples, missing;
 	size_t leading, trailing;
-	size_t trailing_stalled; /* of trailing: dropped whole by a gen B stall (truth flag 1) */
+	size_t trailing_dropped; /* of trailing: dropped whole by the kernel (ST_STALLED, ST_DISCARDED) */
 	uint64_t missing_per_xcc[DEC_MAX_XCC];
+	uint64_t trailing_dropped_per_xcc[DEC_MAX_XCC];
 	char first[512];
 };
 
@@ -444,7 +448,11 @@ static void match_csv(const struct csv *c, struct truth *t, uint32_t gpu_id,
 			m->leading++;
 		else if (after) {
 			m->trailing++;
-			m->trailing_stalled += t->s[i].flags & 1;
+			if (t->s[i].flags & (ST_STALLED | ST_DISCARDED)) {
+				m->trailing_dropped++;
+				if (x < DEC_MAX_XCC)
+					m->trailing_dropped_per_xcc[x]++;
+			}
 		}
 		else {
 			m->missing++;
@@ -925,7 +933,7 @@ static bool run_case(const struct pcase *pc, const char *csvp, const char *truth
 		     size_t *rows, uint64_t *lost)
 {
 	struct remote rem = { 0 };
-	uint64_t corrupt_n = 0, *corrupt = &corrupt_n, flagged = 0;
+	uint64_t corrupt_n = 0, *corrupt = &corrupt_n, flagged = 0, flagged_x[DEC_MAX_XCC] = { 0 };
 	*lost = 0;
 	char err[1024] = "";
 	struct spm_geometry geo;
@@ -1025,6 +1033,8 @@ static bool run_case(const struct pcase *pc, const char *csvp, const char *truth
 		*lost += x.dec.lost_samples_est;
 		*corrupt += x.dec.corrupt_events;
 		flagged += x.loss_parts;
+		if (k < DEC_MAX_XCC)
+			flagged_x[k] = x.loss_parts;
 	}
 out:
 	if (f) {
@@ -1058,17 +1068,26 @@ out:
 			 * alignment search; at most 40 ms worth at the case's sample period. */
 			double period_us = (double)pc->interval / pc->sclk_mhz;
 			/*
-			 * Samples a stalled ring dropped after the last one delivered leave no
-			 * timestamp gap to count them by; the kernel's loss flag is the report
-			 * (kernel_loss_flags).  They pass only with that flag seen.
+			 * Samples the kernel dropped whole after the last one delivered leave
+			 * no timestamp gap to count them by: loss is a flag, never a count, and
+			 * lost samples are measured only from gaps (SPM.md 4.4, 5.8).  Both
+			 * generations drop such samples: gen B's RLC stalls over a full ring,
+			 * and gen A's worker discards the ring while the armed buffer is full
+			 * (4.2 step 2), e.g. when a poll comes late just before the stop.  The
+			 * kernel's loss flag on that XCC is then the report (kernel_loss_flags):
+			 * they pass only with it seen.  Any other trailing sample beyond the
+			 * one the stop or a full buffer cuts is one the recorder lost.
 			 */
-			size_t trailing = m.trailing - (flagged ? m.trailing_stalled : 0);
+			size_t trailing = m.trailing;
+			for (uint32_t k = 0; k < nx && k < DEC_MAX_XCC; k++)
+				if (flagged_x[k])
+					trailing -= m.trailing_dropped_per_xcc[k];
 			if (m.first[0] || m.missing != *lost || m.matched != m.rows || m.rows < 8 ||
 			    trailing > nx || (double)m.leading / nx * period_us > LEADING_US_MAX || corrupt_n) {
 				snprintf(why, wlen, "%s; rows %zu matched %zu truth %zu missing %zu (reported %"
-					 PRIu64 ") leading %zu trailing %zu (%zu dropped by a stall, %" PRIu64
+					 PRIu64 ") leading %zu trailing %zu (%zu dropped by the kernel, %" PRIu64
 					 " regions flagged) corrupt %" PRIu64, m.first, m.rows, m.matched, m.truth_samples,
-					 m.missing, *lost, m.leading, m.trailing, m.trailing_stalled, flagged, corrupt_n);
+					 m.missing, *lost, m.leading, m.trailing, m.trailing_dropped, flagged, corrupt_n);
 				ok = false;
 			}
 			truth_free(&t);

@@ -373,7 +373,7 @@ static void emu_rlc_fill(const struct emu_spm_source_ctx *ctx, const struct emu_
 }
 
 static void emu_rlc_produced(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
-			     uint64_t u, uint64_t t_ns, bool stalled)
+			     uint64_t u, uint64_t t_ns, uint32_t fate)
 {
 	(void)ctx;
 	if (!emu_struth_enabled())
@@ -382,7 +382,7 @@ static void emu_rlc_produced(const struct emu_spm_source_ctx *ctx, const struct 
 	static uint8_t tmp[sizeof(emu_rlc_buf)];
 	uint64_t ticks = emu_clock_ticks(t_ns);
 	emu_rlc_sample(p->layout, xcc, p->first_sample + u, t_ns, ticks, tmp, vals);
-	emu_struth_record(p->layout, xcc, p->first_sample + u, ticks, stalled ? 1u : 0u, vals);
+	emu_struth_record(p->layout, xcc, p->first_sample + u, ticks, fate, vals);
 }
 
 const struct emu_spm_source emu_spm_source_rlc = { "rlc", emu_rlc_fill, emu_rlc_produced };

@@ -215,8 +215,16 @@ static void emu_produce(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, ui
 		bool stall = s->gen == EMU_GEN_B &&
 			     s->ring_bytes - (x->wptr - x->rptr) < (uint64_t)p->unit_lines * EMU_SPM_LINE;
 		x->stall_left = stall ? p->unit_lines : 0;
+		/*
+		 * Gen A's worker runs after every line (emu_worker below) and discards
+		 * the ring while the armed buffer is full; no re-arm comes between the
+		 * lines of one unit, so a unit that starts on a full buffer is lost
+		 * whole.  One that fills the buffer part way is cut, not flagged here.
+		 */
+		bool discard = s->gen == EMU_GEN_A && (!x->armed || x->full);
 		if (x->slot_seq && p->src->produced)
-			p->src->produced(&s->src_ctx, p, k, j / p->unit_lines, t, stall);
+			p->src->produced(&s->src_ctx, p, k, j / p->unit_lines, t,
+					 (stall ? EMU_UNIT_STALLED : 0u) | (discard ? EMU_UNIT_DISCARDED : 0u));
 	}
 	if (x->stall_left) {
 		x->stall_left--;

@@ -50,10 +50,19 @@ struct emu_spm_source {
 	/* Write lines first_line .. first_line+nlines-1 of `xcc`'s stream, all in period p, to dst. */
 	void (*fill)(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
 		     uint64_t first_line, uint32_t nlines, uint8_t *dst);
-	/* Optional: unit u of p came into existence at t_ns; `stalled`: the ring had no room for it. */
+	/* Optional: unit u of p came into existence at t_ns; `fate`: EMU_UNIT_* below. */
 	void (*produced)(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
-			 uint64_t u, uint64_t t_ns, bool stalled);
+			 uint64_t u, uint64_t t_ns, uint32_t fate);
 };
+
+/*
+ * What the kernel does with a whole unit, known when it is produced (the
+ * sample truth's flags, docs/emulator.md).  Neither leaves a timestamp in
+ * the stream, so a unit dropped after the last delivered one is reported
+ * only by the kernel's loss flag (SPM.md 4.4, 5.8).
+ */
+#define EMU_UNIT_STALLED 1u   /* gen B: the ring had no room, the RLC stalled over it (4.2) */
+#define EMU_UNIT_DISCARDED 2u /* gen A: the armed buffer was full, the worker discards the ring (4.2) */
 
 /* The self-checking pattern documented in docs/emulator.md. */
 extern const struct emu_spm_source emu_spm_source_pattern;
