@@ -46,6 +46,7 @@ struct feeder {
 	uint32_t last_max_part, last_bytes;
 	bool last_loss;
 	struct feeder_stats st;        /* written by the thread; read after join */
+	struct feeder_buf *first;      /* armed by feeder_start, before the thread runs */
 };
 
 static uint64_t now_ns(clockid_t c)
@@ -255,8 +256,7 @@ static void *feeder_main(void *arg)
 	uint32_t period = START_PERIOD_US;
 	uint64_t last_retire = start;
 
-	if (spsc_pop(&f->free, &item, 0) == 0 && rotate(f, NULL, item, &r) == 0)
-		armed = item;
+	armed = f->first;
 	while (armed && !f->st.error && !atomic_load(&f->stop)) {
 		nap(f, period);
 		maybe_stall(f, start);
@@ -363,8 +363,29 @@ int feeder_start(struct feeder **out, struct spm_stream *s, const struct spm_dev
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&f->ctl_lock, NULL);
 	atomic_init(&f->stop, false);
+	/*
+	 * The first rotation here, on the caller's thread, not in the feeder's:
+	 * when this returns, whatever the ring held (prime.h: pre-program bytes)
+	 * has gone into the buffer armed before, and buffer 0 is armed.  A feeder
+	 * thread slow to be scheduled would otherwise let the caller's start
+	 * program run first, and the first samples of the layout would land in
+	 * the throwaway buffer, counted nowhere.
+	 */
+	void *item;
+	struct spm_retired r;
+	spsc_pop(&f->free, &item, 0);
+	rc = rotate(f, NULL, item, &r);
+	if (rc < 0) {
+		rc = spmtap_seterr(err, errlen, -rc, "feeder: %s", f->st.errmsg);
+		pthread_mutex_destroy(&f->ctl_lock);
+		pthread_cond_destroy(&f->ctl_cond);
+		goto fail;
+	}
+	f->first = item;
 	rc = pthread_create(&f->thread, NULL, feeder_main, f);
 	if (rc) {
+		/* Stopped before buffer 0 is freed: the kernel must not flush into it later. */
+		spm_stream_rotate(s, NULL, f->size, 0, &r, NULL, 0);
 		pthread_mutex_destroy(&f->ctl_lock);
 		pthread_cond_destroy(&f->ctl_cond);
 		rc = spmtap_seterr(err, errlen, rc, "feeder: pthread_create: %s", spmtap_strerror(rc));
