@@ -19,7 +19,10 @@ LDFLAGS  += $(SAN)
 LIBS     := -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c
 
 # Library: acquisition, decoding, collection.  The CLI is in collector/cli/.
-LIB_SRC  := $(wildcard spm/*.c decoder/*.c collector/lib/*.c)
+# The ground floor (include/log.c: the log sink and error strings) is below
+# spm/ and decoder/, which call it; nothing in it calls up.
+GROUND_SRC := include/log.c
+LIB_SRC  := $(GROUND_SRC) $(wildcard spm/*.c decoder/*.c collector/lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # Protocol buffers (collector/proto/*.proto, e.g. the Perfetto trace format):
 # protoc-c generates C into $(B)/gen, compiled into the library.
@@ -91,6 +94,20 @@ $(LIB_SO): $(LIB_OBJ) include/libspmtap.map
 	$(CC) -shared -Wl,-soname,libspmtap.so.$(VERSION_MAJOR) \
 	  -Wl,--version-script=include/libspmtap.map $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
 
+# Floors that only look down: spm/ and decoder/ with the ground floor alone,
+# linked with --no-undefined and only the system libraries they need.  A call
+# from a lower floor up into collector/ makes this link fail;
+# tests/test_floors.c checks the result and the objects' symbols.
+FLOOR_OBJ := $(GROUND_SRC:%.c=$(B)/obj/%.o) $(filter $(B)/obj/spm/% $(B)/obj/decoder/%,$(LIB_OBJ))
+FLOOR_LIBS := -ldl -lpthread -lm -ljansson
+FLOORS_SO := $(B)/floors/libspmtap-floors.so
+$(FLOORS_SO): $(FLOOR_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,--no-undefined $(LDFLAGS) -o $@ $(FLOOR_OBJ) $(FLOOR_LIBS) || \
+	  { echo "spm/ or decoder/ calls a symbol outside the ground floor and $(FLOOR_LIBS): floors must only look down (docs/architecture.md)"; rm -f $@; exit 1; }
+floors: $(FLOORS_SO)
+.PHONY: floors
+
 $(B)/libspmtap.so: $(LIB_SO)
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $@
 
@@ -138,7 +155,7 @@ $(B)/doubles/libamd_smi_v%.so: tests/doubles/libamd_smi_double.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DAMDSMI_V$* -shared -o $@ $<
 
-tests-build: all $(TEST_BIN) $(HELPER_BIN) $(DOUBLE_SO)
+tests-build: all $(TEST_BIN) $(HELPER_BIN) $(DOUBLE_SO) $(FLOORS_SO)
 .PHONY: tests-build
 
 # The README's test command.  Every suite runs under the emulator it needs.
@@ -191,7 +208,7 @@ deps:
 # FUZZ_SECONDS per target; corpora are kept in build-fuzz/corpus/<target>.
 FUZZ_SECONDS ?= 60
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIBSRC := $(wildcard decoder/*.c collector/lib/*.c collector/analysis/*.c spm/*.c)
+FUZZ_LIBSRC := $(GROUND_SRC) $(wildcard decoder/*.c collector/lib/*.c collector/analysis/*.c spm/*.c)
 fuzz: $(PROTO_GEN)
 	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
 	@mkdir -p build-fuzz/corpus
