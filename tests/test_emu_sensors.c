@@ -795,8 +795,13 @@ static void test_read_cost(void)
 	printf("\n    CPU per read: model %.2f us (100 ms square), %.2f us (2 ms square), %.2f us (1 s ramp); "
 	       "a gpu_metrics open+read+close through the shim %.1f us ",
 	       model_us[0], model_us[1], model_us[2], shim_us);
-	CU_ASSERT(model_us[0] < 10 && model_us[1] < 10);
-	CU_ASSERT(model_us[2] < 60);
+	/* The budgets are the product build's (-O2, no instrumentation). */
+	if (TESTENV_SANITIZED) {
+		printf("(budgets not checked in a sanitized build) ");
+	} else {
+		CU_ASSERT(model_us[0] < 10 && model_us[1] < 10);
+		CU_ASSERT(model_us[2] < 60);
+	}
 	resp_clear();
 }
 
