@@ -19,7 +19,10 @@ LDFLAGS  += $(SAN)
 LIBS     := -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c
 
 # Library: acquisition, decoding, collection.  The CLI is in collector/cli/.
-LIB_SRC  := $(wildcard spm/*.c decoder/*.c collector/lib/*.c)
+# The ground floor (include/log.c: the log sink and error strings) is below
+# spm/ and decoder/, which call it; nothing in it calls up.
+GROUND_SRC := include/log.c
+LIB_SRC  := $(GROUND_SRC) $(wildcard spm/*.c decoder/*.c collector/lib/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # Protocol buffers (collector/proto/*.proto, e.g. the Perfetto trace format):
 # protoc-c generates C into $(B)/gen, compiled into the library.
@@ -95,6 +98,20 @@ $(LIB_SO): $(LIB_OBJ) include/libspmtap.map
 	$(CC) -shared -Wl,-soname,libspmtap.so.$(VERSION_MAJOR) \
 	  -Wl,--version-script=include/libspmtap.map $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
 
+# Floors that only look down: spm/ and decoder/ with the ground floor alone,
+# linked with --no-undefined and only the system libraries they need.  A call
+# from a lower floor up into collector/ makes this link fail;
+# tests/test_floors.c checks the result and the objects' symbols.
+FLOOR_OBJ := $(GROUND_SRC:%.c=$(B)/obj/%.o) $(filter $(B)/obj/spm/% $(B)/obj/decoder/%,$(LIB_OBJ))
+FLOOR_LIBS := -ldl -lpthread -lm -ljansson
+FLOORS_SO := $(B)/floors/libspmtap-floors.so
+$(FLOORS_SO): $(FLOOR_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,--no-undefined $(LDFLAGS) -o $@ $(FLOOR_OBJ) $(FLOOR_LIBS) || \
+	  { echo "spm/ or decoder/ calls a symbol outside the ground floor and $(FLOOR_LIBS): floors must only look down (docs/architecture.md)"; rm -f $@; exit 1; }
+floors: $(FLOORS_SO)
+.PHONY: floors
+
 $(B)/libspmtap.so: $(LIB_SO)
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $@
 
@@ -152,7 +169,7 @@ $(B)/doubles/libamd_smi_v%.so: tests/doubles/libamd_smi_double.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DAMDSMI_V$* -shared -o $@ $<
 
-tests-build: all $(TEST_BIN) $(HELPER_BIN) $(DOUBLE_SO)
+tests-build: all $(TEST_BIN) $(HELPER_BIN) $(DOUBLE_SO) $(FLOORS_SO)
 .PHONY: tests-build
 
 # The README's test command.  Every suite runs under the emulator it needs.
@@ -194,7 +211,7 @@ examples: $(EXAMPLE_BIN)
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
 
--include $(shell find $(B)/obj $(B)/tests $(B)/bench -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/tests $(B)/bench build-fuzz/obj -name '*.d' 2>/dev/null)
 
 # Install the Debian packages the build and the tests need (README, .ci/run).
 deps:
@@ -203,24 +220,44 @@ deps:
 
 # libFuzzer targets for every parser of external bytes (tests/fuzz/*.c).
 # FUZZ_SECONDS per target; corpora are kept in build-fuzz/corpus/<target>.
+# The library is compiled once, with coverage but without libFuzzer's main
+# (fuzzer-no-link), into build-fuzz/libspmtap-fuzz.a; every target links it.
 FUZZ_SECONDS ?= 60
+FUZZ_B   := build-fuzz
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_LIBSRC := $(wildcard decoder/*.c collector/lib/*.c collector/analysis/*.c spm/*.c)
-fuzz: $(PROTO_GEN)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_B)/%)
+FUZZ_LIBSRC := $(GROUND_SRC) $(wildcard decoder/*.c collector/lib/*.c collector/analysis/*.c spm/*.c)
+FUZZ_OBJ := $(FUZZ_LIBSRC:%.c=$(FUZZ_B)/obj/%.o) $(PROTO_SRC:%.proto=$(FUZZ_B)/obj/$(B)/gen/%.pb-c.o)
+FUZZ_A   := $(FUZZ_B)/libspmtap-fuzz.a
+FUZZ_CC  := clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -I$(B)/gen $(CAIRO_CFLAGS)
+FUZZ_LIBS := -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c $(CAIRO_LIBS)
+
+$(FUZZ_B)/obj/%.o: %.c | $(PROTO_GEN)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c -o $@ $<
+
+$(FUZZ_A): $(FUZZ_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_A)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_A) $(FUZZ_LIBS)
+
+fuzz-build: $(PROTO_GEN)
 	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
-	@mkdir -p build-fuzz/corpus
-	@for f in $(FUZZ_SRC); do \
-	  n=$$(basename $$f .c); \
-	  clang -std=c11 -g -O1 -D_GNU_SOURCE -I. -Iinclude -Iuapi/compat -I$(B)/gen $(CAIRO_CFLAGS) -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/$$n $$f $(FUZZ_LIBSRC) $(filter %.c,$(PROTO_GEN)) -ldl -lpthread -ljansson -lm -lsqlite3 -lprotobuf-c $(CAIRO_LIBS) || exit 1; \
-	  mkdir -p build-fuzz/corpus/$$n; \
+	$(MAKE) $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_B)/corpus
+	@for b in $(FUZZ_BIN); do \
+	  n=$$(basename $$b); \
+	  mkdir -p $(FUZZ_B)/corpus/$$n; \
 	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
-	  build-fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    -artifact_prefix=build-fuzz/$$n- build-fuzz/corpus/$$n > build-fuzz/$$n.log 2>&1; rc=$$?; \
-	  grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" build-fuzz/$$n.log; \
+	  $$b -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_B)/$$n- $(FUZZ_B)/corpus/$$n > $(FUZZ_B)/$$n.log 2>&1; rc=$$?; \
+	  grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Test unit written" $(FUZZ_B)/$$n.log; \
 	  test $$rc = 0 || exit 1; \
 	done
-.PHONY: fuzz
+.PHONY: fuzz fuzz-build
 
 # Long runs live here, not in make test: SOAK_SECONDS of streaming at a high
 # rate with injected stalls, every byte accounted against the emulator's truth.

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal logging: one sink, set with spmtap_set_print(). */
+/*
+ * Internal logging and error strings: one sink, set with spmtap_set_print().
+ * The bodies are in log.c, the ground floor every other floor may call.
+ */
 #ifndef SPMTAP_LOG_H
 #define SPMTAP_LOG_H
 

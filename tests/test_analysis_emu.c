@@ -37,6 +37,7 @@
 #include "collector/analysis/sensor_trace.h"
 #include "emu/common/sensors.h"
 #include "emu/common/workload.h"
+#include "proc.h"
 #include "testenv.h"
 
 #define PROFILE "mi300a"
@@ -58,17 +59,7 @@ static bool expect_failure; /* a case checking an error message: do not print it
 
 static int run(const char *const *argv, const char *outfile, const char *errfile)
 {
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (!freopen(errfile, "w", stderr) || !freopen(outfile ? outfile : "/dev/null", "w", stdout))
-			_exit(126);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	int rc = tp_run(argv, &(struct tp_opts){ .out = outfile ? outfile : "/dev/null", .err = errfile });
 	if (rc && !expect_failure) {
 		FILE *f = fopen(errfile, "r");
 		char line[512];

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "collector/cli/cmd-decode.c"
+#include "lib/files.h"
 #include "lib/testenv.h"
 
 static char dir[] = "/tmp/spmtap-cmd-decode-XXXXXX";
@@ -35,16 +36,7 @@ static void write_file(const char *name, const void *b, size_t n)
 	fclose(f);
 }
 
-static void slurp(const char *p, char *buf, size_t cap)
-{
-	buf[0] = 0;
-	FILE *f = fopen(p, "rb");
-	if (!f)
-		return;
-	size_t n = fread(buf, 1, cap - 1, f);
-	buf[n] = 0;
-	fclose(f);
-}
+static void slurp(const char *p, char *buf, size_t cap) { tf_slurp_into(p, buf, cap); }
 
 /* Run cmd_decode with stdout and stderr captured into out_text / err_text. */
 static int run(int argc, const char *const *args)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "emu/common/sensors.h"
+#include "files.h"
 #include "test_emu_util.h"
 
 #define SPEC "mi210,mi250x,mi300x" /* card0 MI210, card1/2 MI250X GCDs, card3 MI300X */
@@ -36,24 +37,12 @@ static uint64_t raw_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static ssize_t slurp(const char *path, void *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, len);
-	close(fd);
-	return n;
-}
-
 static long long read_num(const char *fmt, int card)
 {
 	char path[256], buf[64];
 	snprintf(path, sizeof(path), fmt, card, card);
-	ssize_t n = slurp(path, buf, sizeof(buf) - 1);
-	if (n <= 0)
+	if (tf_slurp_into(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	buf[n] = 0;
 	return atoll(buf);
 }
 
@@ -75,7 +64,7 @@ static ssize_t metrics(int card, unsigned char *buf)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/sys/class/drm/card%d/device/gpu_metrics", card);
-	return slurp(path, buf, 4096);
+	return tf_slurp_into(path, (char *)buf, 4096);
 }
 
 static void model(unsigned gpu, struct emu_sensor_model *m, struct emu_workload *w)
@@ -117,12 +106,12 @@ static void test_tree(void)
 		CU_ASSERT_EQUAL(access(p, F_OK), 0);
 		char buf[64];
 		snprintf(p, sizeof(p), "/sys/class/drm/card%d/device/hwmon/hwmon%d/name", c, c);
-		CU_ASSERT_EQUAL(slurp(p, buf, sizeof(buf)), 7);
+		CU_ASSERT_EQUAL(tf_slurp_into(p, buf, sizeof(buf)), 7);
 		CU_ASSERT_EQUAL(memcmp(buf, "amdgpu\n", 7), 0);
 		snprintf(p, sizeof(p), "/sys/class/drm/card%d/device/hwmon/hwmon%d/in0_label", c, c);
-		CU_ASSERT_EQUAL(slurp(p, buf, sizeof(buf)), 7);
+		CU_ASSERT_EQUAL(tf_slurp_into(p, buf, sizeof(buf)), 7);
 		snprintf(p, sizeof(p), "/sys/class/drm/card%d/device/vbios_version", c);
-		CU_ASSERT(slurp(p, buf, sizeof(buf)) > 0);
+		CU_ASSERT(tf_slurp_into(p, buf, sizeof(buf)) > 0);
 	}
 	/* MI200: power1_average only; MI300: power1_input only, and no edge sensor (temp1). */
 	CU_ASSERT(read_num("/sys/class/drm/card%d/device/hwmon/hwmon%d/power1_average", 0) > 0);
@@ -806,8 +795,13 @@ static void test_read_cost(void)
 	printf("\n    CPU per read: model %.2f us (100 ms square), %.2f us (2 ms square), %.2f us (1 s ramp); "
 	       "a gpu_metrics open+read+close through the shim %.1f us ",
 	       model_us[0], model_us[1], model_us[2], shim_us);
-	CU_ASSERT(model_us[0] < 10 && model_us[1] < 10);
-	CU_ASSERT(model_us[2] < 60);
+	/* The budgets are the product build's (-O2, no instrumentation). */
+	if (TESTENV_SANITIZED) {
+		printf("(budgets not checked in a sanitized build) ");
+	} else {
+		CU_ASSERT(model_us[0] < 10 && model_us[1] < 10);
+		CU_ASSERT(model_us[2] < 60);
+	}
 	resp_clear();
 }
 

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc.h"
 #include "testenv.h"
 
 static char root[PATH_MAX];
@@ -72,22 +73,6 @@ static const char *requires_tools(void)
 	return NULL;
 }
 
-/* Run sh -c CMD; its stdout into out (NUL-terminated); returns the exit status. */
-static int run(const char *cmd, char *out, size_t len)
-{
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	size_t n = out ? fread(out, 1, len - 1, p) : 0;
-	if (out)
-		out[n] = '\0';
-	char sink[4096];
-	while (fread(sink, 1, sizeof(sink), p) > 0)
-		;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static unsigned long long value_after(const char *out, const char *key)
 {
 	const char *p = strstr(out, key);
@@ -112,7 +97,7 @@ static void test_install_build_run(void)
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && env -u LD_PRELOAD make -s -o all install PREFIX='%s' B='%s' 2>&1",
 		 find_root(), prefix, testenv_build_dir());
-	int st = run(cmd, out, sizeof(out));
+	int st = tp_sh(cmd, out, sizeof(out));
 	if (st)
 		fprintf(stderr, "\n%s\n%s", cmd, out);
 	CU_ASSERT_EQUAL_FATAL(st, 0);
@@ -131,7 +116,7 @@ static void test_install_build_run(void)
 	snprintf(cmd, sizeof(cmd),
 		 "env -u LD_PRELOAD PKG_CONFIG_PATH='%s/lib/pkgconfig' pkg-config --cflags --libs spmtap",
 		 prefix);
-	st = run(cmd, out, sizeof(out));
+	st = tp_sh(cmd, out, sizeof(out));
 	CU_ASSERT_EQUAL_FATAL(st, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, prefix));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "-lspmtap"));
@@ -141,14 +126,14 @@ static void test_install_build_run(void)
 		 "-Werror" TESTENV_APP_SAN " -o \"$0\" \"$1\" $(pkg-config --cflags --libs spmtap) -Wl,-rpath,\"$2\"' "
 		 "'%s/record_example' '%s/examples/record_example.c' '%s/lib' 2>&1",
 		 prefix, prefix, find_root(), prefix);
-	st = run(cmd, out, sizeof(out));
+	st = tp_sh(cmd, out, sizeof(out));
 	if (st)
 		fprintf(stderr, "\n%s\n%s", cmd, out);
 	CU_ASSERT_EQUAL_FATAL(st, 0);
 
 	/* Inherits LD_PRELOAD and SPMTAP_EMU_* from this (emulated) process. */
 	snprintf(cmd, sizeof(cmd), "'%s/record_example' 300", prefix);
-	st = run(cmd, out, sizeof(out));
+	st = tp_sh(cmd, out, sizeof(out));
 	fprintf(stderr, "\n%s", out);
 	CU_ASSERT_EQUAL(st, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "MI300A"));
@@ -159,7 +144,7 @@ static void test_install_build_run(void)
 
 	/* Linked against the installed library, not a copy of the build tree's. */
 	snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD ldd '%s/record_example' 2>&1", prefix);
-	if (have("ldd") && run(cmd, out, sizeof(out)) == 0) {
+	if (have("ldd") && tp_sh(cmd, out, sizeof(out)) == 0) {
 		char want[PATH_MAX + 32];
 		snprintf(want, sizeof(want), "%s/lib/libspmtap.so.0", prefix);
 		CU_ASSERT_PTR_NOT_NULL(strstr(out, want));

@@ -23,6 +23,7 @@
 
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
+#include "lib/proc.h"
 #include "lib/testenv.h"
 #include "spmtap.h"
 
@@ -225,19 +226,7 @@ static void test_unbalanced(void)
 
 static int run(const char *const *argv, const char *errfile)
 {
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (errfile && !freopen(errfile, "w", stderr))
-			_exit(126);
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return tp_run(argv, &(struct tp_opts){ .out = "/dev/null", .err = errfile });
 }
 
 static void dump(const char *file)

@@ -18,6 +18,8 @@
 
 #include "collector/lib/rawfile.h"
 #include "decoder/pattern.h"
+#include "lib/files.h"
+#include "lib/proc.h"
 #include "lib/testenv.h"
 
 static char dir[] = "/tmp/spmtap-test-record-XXXXXX";
@@ -44,56 +46,20 @@ static const char *need_emulator(void)
 	return NULL;
 }
 
-/* Start spmtap with argv and extra "K=V" env; stderr goes to errfile. */
+/* Start spmtap with argv and extra "K=V" env; stderr goes to errfile (tests/lib/proc.h). */
 static pid_t spawn(const char *const *args, const char *const *env, const char *errfile)
 {
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	unsetenv("SPMTAP_EMU_ACTIVE"); /* let --emulate set up a fresh emulator */
-	unsetenv("LD_PRELOAD");
-	setenv("SPMTAP_EMU_STATE_DIR", path("state"), 1);
-	for (; env && *env; env++)
-		putenv((char *)*env);
-	int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		close(fd);
-	}
-	char *argv[32];
-	int n = 0;
-	argv[n++] = spmtap;
-	for (; *args && n < 31; args++)
-		argv[n++] = (char *)*args;
-	argv[n] = NULL;
-	execv(spmtap, argv);
-	_exit(127);
+	return tp_spawn_spmtap(NULL, args, path("state"), &(struct tp_opts){ .env = env, .err = errfile });
 }
 
-static int wait_status(pid_t pid)
-{
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+static int wait_status(pid_t pid) { return tp_wait(pid); }
 
 static int run(const char *const *args, const char *const *env, const char *errfile)
 {
 	return wait_status(spawn(args, env, errfile));
 }
 
-static char *slurp(const char *p)
-{
-	FILE *f = fopen(p, "r");
-	if (!f)
-		return strdup("");
-	static char buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	return strdup(buf);
-}
+static char *slurp(const char *p) { return tf_text(p); }
 
 struct readback {
 	uint32_t num_xcc, gen;

@@ -31,6 +31,8 @@
 #include "collector/lib/prime.h"
 #include "collector/lib/write_csv.h"
 #include "decoder/layout.h"
+#include "lib/files.h"
+#include "lib/proc.h"
 #include "lib/testenv.h"
 #include "spm/catalog.h"
 #include "spm/plan.h"
@@ -429,35 +431,39 @@ static void match_csv(const struct csv *c, struct truth *t, uint32_t gpu_id,
 		}
 		m->matched += ok;
 	}
-	for (size_t i = 0; i < t->n; i++) {
-		if (seen[i])
-			continue;
-		uint32_t x = t->s[i].xcc;
-		bool before = true, after = true;
-		for (size_t j = i; j-- > 0 && t->s[j].xcc == x;)
-			if (seen[j]) {
-				before = false;
-				break;
+	/*
+	 * Per XCC (the truth is sorted by XCC, then time): unseen samples before
+	 * its first seen one are leading, after its last one trailing, between
+	 * them missing.  Linear: scanning from every unseen sample to the nearest
+	 * seen one cost a gap's length squared, minutes under TSan.
+	 */
+	for (size_t a = 0, b; a < t->n; a = b) {
+		uint32_t x = t->s[a].xcc;
+		size_t first = SIZE_MAX, last = 0;
+		for (b = a; b < t->n && t->s[b].xcc == x; b++)
+			if (seen[b]) {
+				if (first == SIZE_MAX)
+					first = b;
+				last = b;
 			}
-		for (size_t j = i + 1; j < t->n && t->s[j].xcc == x; j++)
-			if (seen[j]) {
-				after = false;
-				break;
+		for (size_t i = a; i < b; i++) {
+			if (seen[i])
+				continue;
+			if (first == SIZE_MAX || i < first)
+				m->leading++;
+			else if (i > last) {
+				m->trailing++;
+				if (t->s[i].flags & (ST_STALLED | ST_DISCARDED)) {
+					m->trailing_dropped++;
+					if (x < DEC_MAX_XCC)
+						m->trailing_dropped_per_xcc[x]++;
+				}
 			}
-		if (before)
-			m->leading++;
-		else if (after) {
-			m->trailing++;
-			if (t->s[i].flags & (ST_STALLED | ST_DISCARDED)) {
-				m->trailing_dropped++;
+			else {
+				m->missing++;
 				if (x < DEC_MAX_XCC)
-					m->trailing_dropped_per_xcc[x]++;
+					m->missing_per_xcc[x]++;
 			}
-		}
-		else {
-			m->missing++;
-			if (x < DEC_MAX_XCC)
-				m->missing_per_xcc[x]++;
 		}
 	}
 	free(seen);
@@ -478,56 +484,22 @@ static const char *need_emulator(void)
 	return NULL;
 }
 
+/* spmtap ARGS outside this suite's emulator, without its sample truth (tests/lib/proc.h). */
 static pid_t spawn(const char *const *args, const char *const *env, const char *errfile)
 {
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	unsetenv("SPMTAP_EMU_ACTIVE"); /* let --emulate set up a fresh emulator */
-	unsetenv("LD_PRELOAD");
-	unsetenv("SPMTAP_EMU_SAMPLE_TRUTH");
-	setenv("SPMTAP_EMU_STATE_DIR", path("state"), 1);
-	for (; env && *env; env++)
-		putenv((char *)*env);
-	int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		close(fd);
-	}
-	char *argv[40];
-	int n = 0;
-	argv[n++] = spmtap;
-	for (; *args && n < 39; args++)
-		argv[n++] = (char *)*args;
-	argv[n] = NULL;
-	execv(spmtap, argv);
-	_exit(127);
+	static const char *const unset[] = { "SPMTAP_EMU_SAMPLE_TRUTH", NULL };
+	return tp_spawn_spmtap(NULL, args, path("state"),
+			       &(struct tp_opts){ .unset = unset, .env = env, .err = errfile });
 }
 
-static int wait_status(pid_t pid)
-{
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+static int wait_status(pid_t pid) { return tp_wait(pid); }
 
 static int run(const char *const *args, const char *const *env, const char *errfile)
 {
 	return wait_status(spawn(args, env, errfile));
 }
 
-static char *slurp(const char *p)
-{
-	FILE *f = fopen(p, "r");
-	if (!f)
-		return strdup("");
-	static char buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	fclose(f);
-	return strdup(buf);
-}
+static char *slurp(const char *p) { return tf_text(p); }
 
 /* gpu_id of the first GPU of a profile (docs/emulator.md: profile number + 1 << 12 | 1). */
 static uint32_t emu_gpu_id(const char *profile)

@@ -24,6 +24,7 @@
 #include "collector/analysis/phases.h"
 #include "collector/analysis/report.h"
 #include "collector/analysis/sensor_trace.h"
+#include "files.h"
 #include "testenv.h"
 
 #define MS INT64_C(1000000)
@@ -1082,17 +1083,6 @@ static void put_file(const char *name, const char *text)
 	fclose(f);
 }
 
-static void slurp(const char *p, char *buf, size_t cap)
-{
-	buf[0] = 0;
-	FILE *f = fopen(p, "r");
-	if (!f)
-		return;
-	size_t n = fread(buf, 1, cap - 1, f);
-	buf[n] = 0;
-	fclose(f);
-}
-
 static const char *spmtap_bin(void)
 {
 	static char p[4096];
@@ -1137,8 +1127,8 @@ static int run_cli(const char *arg0, ...)
 	int st;
 	if (waitpid(pid, &st, 0) < 0)
 		return -1;
-	slurp(so, cli_out, sizeof(cli_out));
-	slurp(se, cli_err, sizeof(cli_err));
+	tf_slurp_into(so, cli_out, sizeof(cli_out));
+	tf_slurp_into(se, cli_err, sizeof(cli_err));
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

@@ -19,6 +19,8 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "files.h"
+#include "proc.h"
 #include "testenv.h"
 
 static char spmtap[4096];
@@ -44,72 +46,20 @@ static const char *path(const char *name)
 	return buf[k];
 }
 
-/* spmtap --emulate mi300a,mi210 ARGS, stderr to errfile; the pid. */
+/* spmtap --emulate mi300a,mi210 ARGS, stderr to errfile; the pid (tests/lib/proc.h). */
 static pid_t spawn(const char *const *args, const char *const *env, const char *errfile, long fsize)
 {
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	unsetenv("SPMTAP_EMU_ACTIVE");
-	unsetenv("LD_PRELOAD");
-	setenv("SPMTAP_EMU_STATE_DIR", path("state"), 1);
-	for (; env && *env; env++)
-		putenv((char *)*env);
-	if (fsize > 0) {
-		struct rlimit rl = { (rlim_t)fsize, (rlim_t)fsize };
-		signal(SIGXFSZ, SIG_IGN);
-		setrlimit(RLIMIT_FSIZE, &rl);
-	}
-	int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd >= 0) {
-		dup2(fd, 2);
-		close(fd);
-	}
-	char *argv[48];
-	int n = 0;
-	argv[n++] = spmtap;
-	argv[n++] = "--emulate";
-	argv[n++] = "mi300a,mi210";
-	for (; *args && n < 47; args++)
-		argv[n++] = (char *)*args;
-	argv[n] = NULL;
-	execv(spmtap, argv);
-	_exit(127);
+	static const char *const pre[] = { "--emulate", "mi300a,mi210", NULL };
+	return tp_spawn_spmtap(pre, args, path("state"),
+			       &(struct tp_opts){ .env = env, .err = errfile, .fsize = fsize });
 }
 
-static int wait_status(pid_t pid)
-{
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+static int wait_status(pid_t pid) { return tp_wait(pid); }
 
-static char *slurp(const char *p)
-{
-	FILE *f = fopen(p, "r");
-	static char buf[1 << 16];
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	buf[n] = 0;
-	if (f)
-		fclose(f);
-	return buf;
-}
+static const char *slurp(const char *p) { return tf_peek(p); }
 
 /* One line of a shell command's output. */
-static char *sh1(const char *cmd)
-{
-	static char line[8192];
-	line[0] = 0;
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return line;
-	if (!fgets(line, sizeof(line), p))
-		line[0] = 0;
-	pclose(p);
-	line[strcspn(line, "\n")] = 0;
-	return line;
-}
+static const char *sh1(const char *cmd) { return tp_sh1(cmd); }
 
 /* Rows per stream and host_ns monotonic per (gpu,xcc) in NAME_spm.csv. */
 static long csv_check(const char *file, long *bad_order)

@@ -20,6 +20,7 @@
 
 #include "collector/lib/writer.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
+#include "lib/files.h"
 #include "lib/testenv.h"
 
 typedef Perfetto__Protos__Trace pf_trace;
@@ -123,28 +124,10 @@ static int write_small(const char *p, char *err, size_t errlen)
 	return rc ? rc : rc2;
 }
 
-static uint8_t *slurp(const char *p, size_t *len)
-{
-	FILE *f = fopen(p, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-	if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) {
-		free(b);
-		b = NULL;
-	}
-	fclose(f);
-	*len = n > 0 ? (size_t)n : 0;
-	return b;
-}
-
 static pf_trace *unpack_file(const char *p)
 {
 	size_t n;
-	uint8_t *b = slurp(p, &n);
+	uint8_t *b = (uint8_t *)tf_slurp(p, &n);
 	if (!b)
 		return NULL;
 	pf_trace *t = perfetto__protos__trace__unpack(NULL, n, b);
@@ -223,7 +206,7 @@ static void test_protoc_decode(void)
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	CU_ASSERT_EQUAL_FATAL(protoc_decode(path("small.pftrace"), path("small.txt")), 0);
 	size_t n;
-	char *txt = (char *)slurp(path("small.txt"), &n);
+	char *txt = tf_slurp(path("small.txt"), &n);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
 	txt = realloc(txt, n + 1);
 	txt[n] = 0;
@@ -487,7 +470,7 @@ static void test_big_stream_bounded_memory(void)
 	CU_ASSERT(rss1 - rss0 < 2048); /* the file is ~50 MB; memory must not follow it */
 
 	size_t n;
-	uint8_t *b = slurp(path("big.pftrace"), &n);
+	uint8_t *b = (uint8_t *)tf_slurp(path("big.pftrace"), &n);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
 	size_t np;
 	CU_ASSERT_EQUAL(walk_packets(b, n, &np), n);
@@ -585,7 +568,7 @@ static void test_efbig_leaves_whole_packets(void)
 
 	/* What is on disk is whole packets and parses completely. */
 	size_t n;
-	uint8_t *b = slurp(p, &n);
+	uint8_t *b = (uint8_t *)tf_slurp(p, &n);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
 	CU_ASSERT(n > FSIZE_LIMIT - 70 * 1024 && n <= FSIZE_LIMIT);
 	size_t np;

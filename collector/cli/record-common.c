@@ -4,7 +4,7 @@
 
 #include "collector/cli/record.h"
 
-volatile sig_atomic_t rec_stop_signal;
+_Atomic int rec_stop_signal;
 
 static void on_signal(int sig) { rec_stop_signal = sig; }
 

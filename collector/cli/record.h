@@ -8,6 +8,7 @@
 #define SPMTAP_CLI_RECORD_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -57,7 +58,13 @@ struct rec_opts {
 	char **argv;
 };
 
-extern volatile sig_atomic_t rec_stop_signal;
+/*
+ * The stop signal, 0 until one arrives.  Atomic, not volatile sig_atomic_t:
+ * the handler runs on whichever thread the kernel picks, often one that
+ * libhsa-runtime started without our signal mask, while the main thread
+ * polls it; volatile orders nothing between threads (TSan reports it).
+ */
+extern _Atomic int rec_stop_signal;
 /* Handlers for SIGINT/SIGTERM; threads started between block/unblock never take them. */
 void rec_signals_install(void);
 void rec_signals_block(sigset_t *old);

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
+
 static void seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -190,32 +192,6 @@ static int run_chromium(const char *const *extra, const char *url, const char *o
 	return 0;
 }
 
-static int read_file(const char *path, char **buf)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return -errno;
-	size_t cap = 1 << 16, n = 0;
-	char *b = malloc(cap + 1);
-	while (b) {
-		size_t r = fread(b + n, 1, cap - n, fp);
-		n += r;
-		if (n < cap)
-			break;
-		char *nb = realloc(b, 2 * cap + 1);
-		if (!nb)
-			free(b);
-		b = nb;
-		cap *= 2;
-	}
-	fclose(fp);
-	if (!b)
-		return -ENOMEM;
-	b[n] = 0;
-	*buf = b;
-	return 0;
-}
-
 int browser_load(const char *path, int w, int h, const char *png, char **dom, char *err, size_t errlen)
 {
 	char url[PATH_MAX * 3 + 16], size[64], shot[PATH_MAX + 16], log[PATH_MAX + 16], out[PATH_MAX + 16];
@@ -248,7 +224,9 @@ int browser_load(const char *path, int w, int h, const char *png, char **dom, ch
 	}
 	if (!dom)
 		return 0;
-	if ((rc = read_file(out, dom))) {
+	errno = 0;
+	if (!(*dom = tf_slurp(out, NULL))) {
+		rc = errno ? -errno : -EIO;
 		seterr(err, errlen, "reading chromium's DOM %s: %s", out, strerror(-rc));
 		return rc;
 	}

@@ -57,4 +57,16 @@ int testenv_run_suite(const char *suite, const struct testenv_case *cases, int a
 #define TESTENV_APP_SAN ""
 #endif
 
+/*
+ * 1 in a sanitized build (make check-asan, check-tsan): code runs at -O1
+ * with instrumentation, several times slower, so a CPU budget of the
+ * product build means nothing there and a workload sized for it may need
+ * scaling down.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TESTENV_SANITIZED 1
+#else
+#define TESTENV_SANITIZED 0
+#endif
+
 #endif
