@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "testenv.h"
 
 static char dir[4096];
@@ -24,19 +25,6 @@ static const char *path(const char *name)
 	static int k;
 	k = (k + 1) % 8;
 	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
-}
-
-static char *slurp(const char *p)
-{
-	static char buf[4][1 << 16];
-	static int k;
-	k = (k + 1) % 4;
-	FILE *f = fopen(p, "r");
-	size_t n = f ? fread(buf[k], 1, sizeof(buf[k]) - 1, f) : 0;
-	buf[k][n] = 0;
-	if (f)
-		fclose(f);
 	return buf[k];
 }
 
@@ -82,18 +70,18 @@ static void test_emulate_after_verb(void)
 	int rc = spmtap("record --emulate mi300a --raw -o x.spmraw --duration 0.5");
 	CU_ASSERT_EQUAL(rc, 0);
 	if (rc)
-		fprintf(stderr, "%s", slurp(path("err")));
+		fprintf(stderr, "%s", tf_peek(path("err")));
 	CU_ASSERT(size_of(path("x.spmraw")) > 4096);
-	CU_ASSERT_PTR_NULL(strstr(slurp(path("err")), "unrecognized option"));
+	CU_ASSERT_PTR_NULL(strstr(tf_peek(path("err")), "unrecognized option"));
 
 	rc = spmtap("list --smi --emulate mi300a");
 	CU_ASSERT_EQUAL(rc, 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("out")), "gfx942"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("out")), "gpu_metrics"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("out")), "gfx942"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("out")), "gpu_metrics"));
 
 	/* Both spellings, and the global place still works. */
 	CU_ASSERT_EQUAL(spmtap("plan --spm SQ_WAVES --emulate=mi210"), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("out")), "SQ_WAVES"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("out")), "SQ_WAVES"));
 	CU_ASSERT_EQUAL(spmtap("--emulate mi210 plan --spm SQ_WAVES"), 0);
 }
 
@@ -104,7 +92,7 @@ static void test_formats_rocprof_names(void)
 			"--duration 0.3");
 	CU_ASSERT_EQUAL(rc, 0);
 	if (rc)
-		fprintf(stderr, "%s", slurp(path("err")));
+		fprintf(stderr, "%s", tf_peek(path("err")));
 	CU_ASSERT(size_of(path("fmt/spmtap_spm.csv")) > 0);
 	CU_ASSERT(size_of(path("fmt/spmtap.pftrace")) > 0);
 	CU_ASSERT(size_of(path("fmt/spmtap.db")) > 0);
@@ -128,7 +116,7 @@ static void test_formats_refused(void)
 		char args[256];
 		snprintf(args, sizeof(args), "record --spm SQ_WAVES -d refused -f %s", cases[i].f);
 		CU_ASSERT_EQUAL(spmtap(args), 64);
-		const char *err = slurp(path("err"));
+		const char *err = tf_peek(path("err"));
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].why));
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].instead));
 		CU_ASSERT_PTR_NULL(strstr(err, "KFD"));
@@ -144,9 +132,9 @@ static void test_d_is_directory(void)
 	int rc = spmtap("record --emulate mi210 --spm SQ_WAVES -d 7 --duration 0.2");
 	CU_ASSERT_EQUAL(rc, 0);
 	CU_ASSERT(size_of(path("7/spmtap_spm.csv")) > 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("err")), "--duration 7"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "--duration 7"));
 	/* The recording stopped at its --duration, not after 7 s: the summary's seconds say so. */
-	const char *s = strstr(slurp(path("err")), "GPU 0: ");
+	const char *s = strstr(tf_peek(path("err")), "GPU 0: ");
 	CU_ASSERT_PTR_NOT_NULL(s);
 	CU_ASSERT(s && strtod(s + 7, NULL) > 0.1 && strtod(s + 7, NULL) < 3.5);
 }
@@ -158,27 +146,27 @@ static void test_app_args_untouched(void)
 			"/bin/sh -c 'echo \"$*\" > args.txt' sh --emulate x --help");
 	CU_ASSERT_EQUAL(rc, 0);
 	if (rc)
-		fprintf(stderr, "%s", slurp(path("err")));
-	CU_ASSERT_STRING_EQUAL(slurp(path("args.txt")), "--emulate x --help\n");
+		fprintf(stderr, "%s", tf_peek(path("err")));
+	CU_ASSERT_STRING_EQUAL(tf_peek(path("args.txt")), "--emulate x --help\n");
 }
 
 /* `spmtap emulate` names its profile; SPMTAP_EMULATE left in the shell must not nest sessions. */
 static void test_emulate_verb_ignores_env(void)
 {
 	CU_ASSERT_EQUAL(spmtap_env("SPMTAP_EMULATE=mi300a", "emulate mi210 -- sh -c 'echo ok'"), 0);
-	CU_ASSERT_STRING_EQUAL(slurp(path("out")), "ok\n");
+	CU_ASSERT_STRING_EQUAL(tf_peek(path("out")), "ok\n");
 }
 
 static void test_bad_global_options(void)
 {
 	CU_ASSERT_EQUAL(spmtap("record --spm SQ_WAVES --emulate"), 64);
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("err")), "--emulate needs a PROFILE"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "--emulate needs a PROFILE"));
 	CU_ASSERT_EQUAL(spmtap("--bogus record"), 64);
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("err")), "'--bogus'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "'--bogus'"));
 	CU_ASSERT_EQUAL(spmtap("--emulate nosuchgpu list"), 64);
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("err")), "nosuchgpu"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "nosuchgpu"));
 	CU_ASSERT_EQUAL(spmtap("recrod"), 64);
-	CU_ASSERT_PTR_NOT_NULL(strstr(slurp(path("err")), "Did you mean 'record'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "Did you mean 'record'"));
 }
 
 int main(int argc, char **argv)
