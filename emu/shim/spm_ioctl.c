@@ -311,9 +311,21 @@ void emu_spm_teardown_all(const char *why)
 	pthread_mutex_unlock(&emu_p.lock);
 }
 
+/*
+ * In the child of a fork nothing is freed: another thread of the parent may
+ * have held the allocator's lock at fork time (ASan's allocator has one; a
+ * child of `record -- app` hung in free() here).  The child forgets the
+ * state and closes its copy of the lock descriptor; the memory goes with
+ * the exec or exit that follows.
+ */
 void emu_spm_forget_after_fork(void)
 {
-	for (int i = 0; i < emu_p.ngpus; i++)
-		if (emu_p.gpus[i].spm)
-			emu_spm_drop(&emu_p.gpus[i], false);
+	for (int i = 0; i < emu_p.ngpus; i++) {
+		struct emu_spm *s = emu_p.gpus[i].spm;
+		if (!s)
+			continue;
+		if (s->lock_fd >= 0)
+			emu_real_close(s->lock_fd); /* shared with the parent: only the owner unlocks */
+		emu_p.gpus[i].spm = NULL;
+	}
 }
