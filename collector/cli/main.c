@@ -201,9 +201,10 @@ static int take_globals(int argc, char **argv, const char **emulate, int *exit_n
 
 int main(int argc, char **argv)
 {
-	const char *emulate = getenv("SPMTAP_EMULATE");
+	const char *emulate_typed = NULL;
 	int exit_now;
-	argc = take_globals(argc, argv, &emulate, &exit_now);
+	argc = take_globals(argc, argv, &emulate_typed, &exit_now);
+	const char *emulate = emulate_typed ? emulate_typed : getenv("SPMTAP_EMULATE");
 	if (argc < 0)
 		return exit_now;
 	if (argc < 2) {
@@ -219,8 +220,20 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[j], "--help") || !strcmp(argv[j], "-h"))
 			return show_help(c);
 	}
-	/* `emulate` names its own profile; SPMTAP_EMULATE in the shell must not nest a session. */
-	if (emulate && *emulate && c->fn != cmd_help && c->fn != cmd_version && c->fn != cmd_emulate) {
+	/*
+	 * `emulate` names its own profile: an --emulate typed beside it would nest
+	 * one emulated node in another, so it is refused; SPMTAP_EMULATE left in
+	 * the shell is not what the user asked for here, so it is ignored.
+	 */
+	if (c->fn == cmd_emulate) {
+		if (emulate_typed) {
+			fprintf(stderr, "spmtap emulate: the profile is emulate's own argument; "
+					"drop --emulate %s\n", emulate_typed);
+			return EXIT_USAGE;
+		}
+		emulate = NULL;
+	}
+	if (emulate && *emulate && c->fn != cmd_help && c->fn != cmd_version) {
 		int st = emulate_run(emulate, argv);
 		if (st >= 0)
 			return st;

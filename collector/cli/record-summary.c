@@ -22,9 +22,9 @@ static void summary_bytes(const struct session_gpu_stats *st, const char *dest, 
 		"spmtap record: %.2f s, %" PRIu64 " bytes (%.1f MB/s), %" PRIu64
 		" buffers, %u XCC region(s) -> %s\n",
 		secs, bytes, secs > 0 ? (double)bytes / secs / 1e6 : 0.0, st->buffers, st->nxcc, dest);
-	fprintf(stderr, "spmtap record: no counters, so no layout: bytes and kernel loss flags are "
-			"accounted, samples are not (decoder/pattern.h checks the emulator's test pattern "
-			"from the file)\n");
+	fprintf(stderr, "spmtap record: no counters (--spm), so no layout: bytes and the kernel's loss "
+			"flags are accounted, samples are not; `spmtap record --spm NAMES --raw` "
+			"records a layout\n");
 	if (rec_stop_signal)
 		fprintf(stderr, "spmtap record: stopped by %s; data drained and file closed\n",
 			strsignal(rec_stop_signal));
