@@ -11,6 +11,7 @@
 
 #include "collector/cli/cli.h"
 #include "collector/cli/cmd-decode.h"
+#include "spm/catalog.h"
 #include "spmtap.h"
 
 static int cmd_help(int argc, char **argv);
@@ -80,34 +81,13 @@ static int show_help(const struct cli_cmd *c)
 	return c->fn(2, argv);
 }
 
-/* Edit distance, for "did you mean"; names are short, so O(n*m) is fine. */
-static size_t distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 31 || lb > 31)
-		return 99;
-	size_t d[32][32];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-			size_t m = sub < del ? sub : del;
-			d[i][j] = m < ins ? m : ins;
-		}
-	return d[la][lb];
-}
-
 static int unknown(const char *name)
 {
 	fprintf(stderr, "spmtap: '%s' is not a spmtap command.", name);
 	const char *best = NULL;
 	size_t bestd = 3; /* suggest only close names */
 	for (const struct cli_cmd *c = commands; c->name; c++) {
-		size_t d = distance(name, c->name);
+		size_t d = spm_edit_distance(name, strlen(name), c->name, strlen(c->name));
 		if (!strncmp(name, c->name, strlen(name)) && strlen(name) >= 2)
 			d = 1;
 		if (d < bestd) {
