@@ -219,7 +219,7 @@ static void record_case(const char *profile, const char *backend, const char *ta
 		CU_ASSERT_PTR_NOT_NULL(strstr(msg, "bytes"));
 	}
 	/* the summary says what a recording without a layout can account for */
-	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no layout: bytes and kernel loss flags"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no layout: bytes and the kernel's loss flags"));
 	free(msg);
 	struct readback rb;
 	read_back(out, &rb);
