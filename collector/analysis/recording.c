@@ -118,6 +118,7 @@ static void tbl_free(struct rec_table *t)
 static int tbl_init(struct rec_table *t, char **cols, uint32_t ncols)
 {
 	t->ncols = ncols;
+	t->rows_expected = -1;
 	t->cols = calloc(ncols ? ncols : 1, sizeof(*t->cols));
 	t->units = calloc(ncols ? ncols : 1, sizeof(*t->units));
 	t->v = calloc(ncols ? ncols : 1, sizeof(*t->v));
@@ -407,6 +408,9 @@ void rec_free(struct recording *r)
 	for (size_t i = 0; i < r->nheaders; i++)
 		free(r->headers[i]);
 	free(r->headers);
+	for (size_t i = 0; i < r->truth.nnotes; i++)
+		free(r->truth.notes[i]);
+	free(r->truth.notes);
 	sa_phases_free(&r->phases);
 	json_decref(r->meta);
 	free(r->base);

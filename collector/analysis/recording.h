@@ -9,6 +9,7 @@
 #define SPMTAP_ANALYSIS_RECORDING_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,15 @@ struct rec_table {
 	char **cols;        /* column names (shared with the file's header) */
 	const char **units; /* from the metadata's streams; "" when unknown */
 	double **v;         /* [ncols][n] */
+	/*
+	 * The recording's own accounting of this stream (the meta), filled by
+	 * rec_load: what the analysis must show beside any number it derives.
+	 * SPM tables: a NAN in a column the stream declares is a saturated cell
+	 * (SPM has no "did not answer").
+	 */
+	int64_t rows_expected; /* rows the meta says were written; -1: the meta does not say */
+	uint64_t lost_samples; /* samples the recorder counted lost (accounting); 0 for sensors */
+	bool cut_last_row;     /* the file's last row of this stream was cut short (dropped) */
 };
 
 struct rec_gpu {
@@ -43,6 +53,20 @@ struct rec_gpu {
 	uint32_t nspm;        /* XCC streams present */
 };
 
+/*
+ * What the loader found about the files against the metadata.  Analysis
+ * commands print every note before any table (text: stderr, JSON: "truth",
+ * HTML: a banner) and exit non-zero when truncated or inconsistent, unless
+ * the user accepts it (--accept-truncated).
+ */
+struct rec_truth {
+	bool incomplete;   /* the run did not end cleanly (killed; files under temporary names) */
+	bool truncated;    /* a file has fewer rows than its meta says, or a cut last row */
+	bool inconsistent; /* files and meta disagree otherwise (a stream the meta does not list, ...) */
+	char **notes;      /* one sentence each, naming the file */
+	size_t nnotes;
+};
+
 struct recording {
 	char *base;           /* "DIR/NAME": the files are base + "_spm.csv" ... */
 	json_t *meta;
@@ -50,6 +74,7 @@ struct recording {
 	struct rec_gpu gpu[REC_MAX_GPUS];
 	uint32_t ngpu;
 	struct sa_phases phases; /* NAME_phases.csv, empty without one */
+	struct rec_truth truth;
 	char **headers;       /* the header cells every table points into */
 	size_t nheaders;
 };
