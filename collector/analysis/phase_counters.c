@@ -2,6 +2,7 @@
 /* Counters and metrics per phase and per sample (phase_counters.h). */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,19 +65,23 @@ static size_t lower(const struct rec_table *t, int64_t x)
 struct pc_frame_data {
 	const struct pc_prefix *px;
 	const size_t *lo, *hi;
+	long saturated_col; /* the first column a metric asked for that was saturated; -1 none */
 };
 
 static bool phase_value(void *user, size_t col, const char *name, unsigned int xcc, double *v)
 {
 	(void)name;
-	const struct pc_frame_data *d = user;
+	struct pc_frame_data *d = user;
 	const struct pc_prefix *p = &d->px[xcc];
 	size_t n = p->t->n + 1;
 	if (col >= p->t->ncols || d->hi[xcc] <= d->lo[xcc])
 		return false;
 	const uint32_t *m = p->miss + col * n;
-	if (m[d->hi[xcc]] != m[d->lo[xcc]])
+	if (m[d->hi[xcc]] != m[d->lo[xcc]]) {
+		if (d->saturated_col < 0)
+			d->saturated_col = (long)col;
 		return false; /* a saturated sample: the sum is unknown */
+	}
 	const double *s = p->sum + col * n;
 	*v = s[d->hi[xcc]] - s[d->lo[xcc]];
 	return true;
@@ -91,8 +96,57 @@ static void frame_geometry(const struct rec_gpu *g, struct mx_frame *f)
 	f->cu_count = g->cu_count;
 }
 
+/* Whole percent, rounded down, so that nothing short of all is "100 %". */
+static int pct(double f)
+{
+	return (int)floor(f * 100 + 1e-9);
+}
+
+/*
+ * The phase's coverage (the worst XCC's), its saturated cells per column,
+ * and whether it keeps its values (docs/analysis.md "Coverage").
+ */
+static void phase_truth(const struct rec_gpu *g, const struct pc_prefix *px, const struct pc_period *per,
+			const struct sa_phase *ph, const size_t *lo, const size_t *hi, double min_coverage,
+			struct pc_phase *r)
+{
+	uint32_t worst = 0;
+	r->coverage = 1;
+	r->cells = 0;
+	for (uint32_t x = 0; x < g->nspm; x++) {
+		pc_cover_of(&g->spm[x], &per[x], ph->start_ns, ph->end_ns, lo[x], hi[x], &r->xcc[x]);
+		if (r->xcc[x].coverage < r->coverage) {
+			r->coverage = r->xcc[x].coverage;
+			worst = x;
+		}
+		r->cells += hi[x] - lo[x];
+	}
+	const struct rec_table *t0 = &g->spm[0];
+	for (uint32_t c = 0; c < t0->ncols; c++) {
+		uint64_t sat = 0;
+		for (uint32_t x = 0; x < g->nspm; x++) {
+			size_t n = px[x].t->n + 1;
+			if (c < px[x].t->ncols)
+				sat += px[x].miss[c * n + hi[x]] - px[x].miss[c * n + lo[x]];
+		}
+		r->saturated[c] = sat;
+	}
+	r->reason[0] = 0;
+	r->blanked = !(r->coverage >= min_coverage);
+	if (r->blanked) {
+		char why[160];
+		pc_cover_reason(&r->xcc[worst], why, sizeof(why));
+		if (g->nspm > 1)
+			snprintf(r->reason, sizeof(r->reason), "%s (XCC %u, the worst of %u)", why, worst, g->nspm);
+		else
+			snprintf(r->reason, sizeof(r->reason), "%s", why);
+	} else if (r->coverage < 1) {
+		snprintf(r->reason, sizeof(r->reason), "partial: %d %% coverage", pct(r->coverage));
+	}
+}
+
 static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const struct mx_set *m,
-		      struct pc_gpu *out, char *err, size_t errlen)
+		      double min_coverage, struct pc_gpu *out, char *err, size_t errlen)
 {
 	const struct rec_table *t0 = &g->spm[0];
 	out->gpu = g->index;
@@ -103,14 +157,19 @@ static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const
 	struct pc_prefix px[REC_MAX_XCC];
 	memset(px, 0, sizeof(px));
 	int rc = out->ph ? 0 : -ENOMEM;
-	for (uint32_t x = 0; !rc && x < g->nspm; x++)
+	struct pc_period per[REC_MAX_XCC];
+	for (uint32_t x = 0; !rc && x < g->nspm; x++) {
 		rc = prefix_build(&px[x], &g->spm[x]);
+		pc_period_of(&g->spm[x], &per[x]);
+	}
 	for (size_t p = 0; !rc && p < ph->n; p++) {
 		struct pc_phase *r = &out->ph[p];
 		r->total = calloc(t0->ncols ? t0->ncols : 1, sizeof(double));
 		r->rate = calloc(t0->ncols ? t0->ncols : 1, sizeof(double));
+		r->saturated = calloc(t0->ncols ? t0->ncols : 1, sizeof(*r->saturated));
 		r->metric = calloc(out->nmetrics ? out->nmetrics : 1, sizeof(*r->metric));
-		if (!r->total || !r->rate || !r->metric) {
+		r->metric_reason = calloc(out->nmetrics ? out->nmetrics : 1, sizeof(*r->metric_reason));
+		if (!r->total || !r->rate || !r->saturated || !r->metric || !r->metric_reason) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -120,23 +179,36 @@ static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const
 			hi[x] = lower(&g->spm[x], ph->v[p].end_ns);
 		}
 		r->samples = hi[0] - lo[0];
+		phase_truth(g, px, per, &ph->v[p], lo, hi, min_coverage, r);
 		double secs = (double)(ph->v[p].end_ns - ph->v[p].start_ns) * 1e-9;
-		struct pc_frame_data fd = { px, lo, hi };
+		struct pc_frame_data fd = { px, lo, hi, -1 };
 		for (uint32_t c = 0; c < t0->ncols; c++) {
 			double tot = 0;
 			for (uint32_t x = 0; x < g->nspm; x++) {
 				double v;
 				tot += phase_value(&fd, c, NULL, x, &v) ? v : (hi[x] > lo[x] ? NAN : 0);
 			}
-			r->total[c] = tot;
-			r->rate[c] = secs > 0 ? tot / secs : NAN;
+			/* no number for a phase whose samples are missing: 0 would read as "idle" */
+			r->total[c] = r->blanked ? NAN : tot;
+			r->rate[c] = secs > 0 ? r->total[c] / secs : NAN;
 		}
 		struct mx_frame f = { .interval = (double)r->samples * g->interval, .dt = secs, .value = phase_value,
 				      .user = &fd };
 		frame_geometry(g, &f);
-		for (size_t i = 0; m && i < out->nmetrics; i++)
+		for (size_t i = 0; m && i < out->nmetrics; i++) {
+			fd.saturated_col = -1;
 			if (mx_eval(m, i, &f, &r->metric[i]) < 0)
 				r->metric[i] = (struct mx_value){ 0, true };
+			if (r->blanked) {
+				r->metric[i] = (struct mx_value){ 0, true };
+				snprintf(r->metric_reason[i], sizeof(r->metric_reason[i]), "%s", r->reason);
+			} else if (r->metric[i].missing && fd.saturated_col >= 0) {
+				size_t c = (size_t)fd.saturated_col;
+				snprintf(r->metric_reason[i], sizeof(r->metric_reason[i]),
+					 "%s saturated in %d %% of samples", t0->cols[c],
+					 r->cells ? pct((double)r->saturated[c] / (double)r->cells) : 0);
+			}
+		}
 	}
 	for (uint32_t x = 0; x < g->nspm; x++)
 		prefix_free(&px[x]);
@@ -144,7 +216,7 @@ static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const
 }
 
 int pc_compute(const struct recording *r, const struct sa_phases *phases, struct mx_set *const *metrics,
-	       struct pc_result **out, char *err, size_t errlen)
+	       double min_coverage, struct pc_result **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct pc_result *res = calloc(1, sizeof(*res));
@@ -156,7 +228,7 @@ int pc_compute(const struct recording *r, const struct sa_phases *phases, struct
 		const struct rec_gpu *g = &r->gpu[i];
 		if (!g->nspm || !g->spm[0].ncols)
 			continue;
-		rc = gpu_phases(g, phases, metrics ? metrics[i] : NULL, &res->g[res->ngpu++], err, errlen);
+		rc = gpu_phases(g, phases, metrics ? metrics[i] : NULL, min_coverage, &res->g[res->ngpu++], err, errlen);
 	}
 	if (rc) {
 		pc_free(res);
@@ -175,6 +247,8 @@ void pc_free(struct pc_result *p)
 			free(p->g[i].ph[k].total);
 			free(p->g[i].ph[k].rate);
 			free(p->g[i].ph[k].metric);
+			free(p->g[i].ph[k].saturated);
+			free(p->g[i].ph[k].metric_reason);
 		}
 		free(p->g[i].ph);
 	}

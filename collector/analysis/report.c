@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "collector/analysis/report.h"
@@ -24,14 +25,18 @@ static void window(const struct sa_signal *s, const struct sa_sig_char *c, const
 		   struct sa_phase_signal *out)
 {
 	out->window_start_ns = out->window_end_ns = out->mean_power_w_confident = NAN;
-	if (!isfinite(c->delay_ns) || !isfinite(c->rise_ns) || !isfinite(c->fall_ns))
+	out->reason[0] = 0;
+	if (!isfinite(c->delay_ns) || !isfinite(c->rise_ns) || !isfinite(c->fall_ns)) {
+		snprintf(out->reason, sizeof(out->reason), "no timings (%s)",
+			 c->aliasing == SA_TRUE ? "the signal aliases" : "no counted step");
 		return; /* no timings, e.g. an aliasing signal */
+	}
 	/* Eq. 1, direction-independent: a phase may begin with a rise or with a fall */
 	double settle = c->delay_ns + fmax(c->rise_ns, c->fall_ns);
 	double ws = (double)p->start_ns + settle, we = (double)p->end_ns - settle;
 	double w;
-	if (sa_signal_mean(s, ws, we, &w, NULL, 0))
-		return; /* an empty window, or no reading before it */
+	if (sa_signal_mean(s, ws, we, &w, out->reason, sizeof(out->reason)))
+		return; /* an empty window, no reading before it, or none after it (the reason says) */
 	out->window_start_ns = ws;
 	out->window_end_ns = we;
 	out->mean_power_w_confident = w;
@@ -63,8 +68,10 @@ int sa_report_compute(const struct sa_trace *tr, const struct sa_phases *ph, str
 		pr->duration_ms = (double)(p->end_ns - p->start_ns) / 1e6;
 		pr->energy_j = pr->mean_power_w = NAN;
 		double j;
-		if (r->energy_signal >= 0 &&
-		    !sa_trace_energy(tr, (size_t)r->energy_signal, (double)p->start_ns, (double)p->end_ns, &j, NULL, 0)) {
+		if (r->energy_signal < 0)
+			snprintf(pr->reason, sizeof(pr->reason), "no energy counter");
+		else if (!sa_trace_energy(tr, (size_t)r->energy_signal, (double)p->start_ns, (double)p->end_ns, &j,
+					  pr->reason, sizeof(pr->reason))) {
 			pr->energy_j = j;
 			pr->mean_power_w = j / ((double)(p->end_ns - p->start_ns) * 1e-9);
 		}
@@ -107,6 +114,7 @@ int sa_report_json(const struct sa_report *r, json_t **out, char *err, size_t er
 		put(o, "duration_ms", sa_json_num(pr->duration_ms), &ok);
 		put(o, "energy_j", sa_json_num(pr->energy_j), &ok);
 		put(o, "mean_power_w", sa_json_num(pr->mean_power_w), &ok);
+		put(o, "reason", isnan(pr->energy_j) && pr->reason[0] ? json_string(pr->reason) : json_null(), &ok);
 		put(o, "signals", sigs, &ok);
 		for (size_t k = 0; k < r->nsignals && ok; k++) {
 			const struct sa_phase_signal *ps = &pr->sig[k];
@@ -117,6 +125,8 @@ int sa_report_json(const struct sa_report *r, json_t **out, char *err, size_t er
 			put(so, "window_start_ns", sa_json_ns(ps->window_start_ns), &ok);
 			put(so, "window_end_ns", sa_json_ns(ps->window_end_ns), &ok);
 			put(so, "mean_power_w_confident", sa_json_num(ps->mean_power_w_confident), &ok);
+			put(so, "reason", isnan(ps->mean_power_w_confident) && ps->reason[0] ? json_string(ps->reason)
+											: json_null(), &ok);
 		}
 	}
 	if (!ok) {

@@ -28,12 +28,14 @@
 struct sa_phase_signal {
 	double window_start_ns, window_end_ns; /* NAN: null */
 	double mean_power_w_confident;         /* NAN: null */
+	char reason[96]; /* why mean_power_w_confident is null ("no readings after T ns"); "" when it is not */
 };
 
 struct sa_phase_result {
 	const struct sa_phase *phase; /* borrowed: the phases must outlive the report */
 	double duration_ms;
 	double energy_j, mean_power_w; /* NAN: null */
+	char reason[96];               /* why energy_j is null; "" when it is not */
 	struct sa_phase_signal *sig;   /* [nsignals], in the trace's signal order */
 };
 
@@ -53,7 +55,9 @@ void sa_report_free(struct sa_report *r);
  * The spec's JSON object: {"phases": [{"name", "start_ns", "end_ns",
  * "duration_ms", "energy_j", "mean_power_w", "signals": {NAME:
  * {"window_start_ns", "window_end_ns", "mean_power_w_confident"}}}]}.
- * Window ns are JSON integers when whole numbers.
+ * Window ns are JSON integers when whole numbers.  Added keys (the spec
+ * allows them): "reason" in each phase and each signal, a string where the
+ * value is null for want of data, else null.
  */
 int sa_report_json(const struct sa_report *r, json_t **out, char *err, size_t errlen);
 

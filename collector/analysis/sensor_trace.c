@@ -203,6 +203,24 @@ out:
 	return rc;
 }
 
+/* read_interval_ns: the median spacing of the readings (J: the kept ones, which carry the data). */
+static int read_spacing(struct sa_signal *s)
+{
+	const int64_t *kt = s->unit == SA_UNIT_J ? s->kept_t : NULL;
+	size_t n = kt ? s->nkept : s->n;
+	s->read_interval_ns = NAN;
+	if (n < 2)
+		return 0;
+	double *d = malloc((n - 1) * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (size_t k = 1; k < n; k++)
+		d[k - 1] = (double)(kt ? kt[k] - kt[k - 1] : s->r[k].t_ns - s->r[k - 1].t_ns);
+	s->read_interval_ns = sa_median(d, n - 1);
+	free(d);
+	return 0;
+}
+
 static bool int_ok(int64_t v)
 {
 	return v >= -SA_INT_LIMIT && v <= SA_INT_LIMIT;
@@ -303,6 +321,8 @@ int sa_trace_add(struct sa_trace *tr, const char *name, enum sa_unit unit, bool 
 	s->r = ss->r;
 	s->kept_t = ss->kept_t;
 	s->ec_j = ss->ec;
+	if (read_spacing(s))
+		goto nomem;
 	tr->n++;
 	return 0;
 nomem:
@@ -372,10 +392,10 @@ int sa_trace_energy(const struct sa_trace *tr, size_t signal, double t0_ns, doub
 		return spmtap_seterr(err, errlen, ERANGE, "signal '%s' has no energy: no interval with a valid power",
 				     s->name);
 	double a = (double)s->kept_t[0], b = (double)s->kept_t[s->nkept - 1];
-	if (!(t0_ns >= a && t0_ns <= b && t1_ns >= a && t1_ns <= b))
-		return spmtap_seterr(err, errlen, ERANGE,
-				     "signal '%s': [%.0f, %.0f] is not inside its kept readings [%.0f, %.0f]", s->name,
-				     t0_ns, t1_ns, a, b);
+	if (t0_ns > b || t1_ns > b)
+		return spmtap_seterr(err, errlen, ERANGE, "no readings after %.0f ns", b);
+	if (!(t0_ns >= a && t1_ns >= a))
+		return spmtap_seterr(err, errlen, ERANGE, "no readings before %.0f ns", a);
 	*joules = ec_at(s, t1_ns) - ec_at(s, t0_ns);
 	return 0;
 }
@@ -383,15 +403,29 @@ int sa_trace_energy(const struct sa_trace *tr, size_t signal, double t0_ns, doub
 int sa_signal_mean(const struct sa_signal *s, double t0_ns, double t1_ns, double *w, char *err, size_t errlen)
 {
 	if (!(t0_ns < t1_ns))
-		return spmtap_seterr(err, errlen, EINVAL, "signal '%s': empty window [%.0f, %.0f]", s->name, t0_ns,
-				     t1_ns);
+		return spmtap_seterr(err, errlen, EINVAL, "empty window [%.0f, %.0f] ns (settling takes the phase)",
+				     t0_ns, t1_ns);
 	size_t i = upper_bound_d(s->r, s->n, t0_ns);
 	if (!i)
-		return spmtap_seterr(err, errlen, ENODATA, "signal '%s': no reading at or before %.0f", s->name,
-				     t0_ns);
-	double acc = 0, cur = t0_ns;
+		return spmtap_seterr(err, errlen, ENODATA, "no readings before %.0f ns",
+				     s->n ? (double)s->r[0].t_ns : t1_ns);
+	/* a reading stands for a few of its usual spacings, not for ever (sensor_trace.h) */
+	double hold = isfinite(s->read_interval_ns) ? SA_HOLD_READINGS * s->read_interval_ns : INFINITY;
+	double acc = 0, cur = t0_ns, stale = 0, worst = 0;
+	size_t wi = 0;
 	for (i--; i < s->n && cur < t1_ns; i++) {
 		double next = i + 1 < s->n ? (double)s->r[i + 1].t_ns : t1_ns;
+		/* the part of [cur, next) a reading no longer stands for */
+		double st = fmin(next, t1_ns) - fmax((double)s->r[i].t_ns + hold, cur);
+		if (st > 0 && i + 1 == s->n)
+			return spmtap_seterr(err, errlen, ENODATA, "no readings after %lld ns", (long long)s->r[i].t_ns);
+		if (st > 0) {
+			stale += st;
+			if (st > worst) {
+				worst = st;
+				wi = i;
+			}
+		}
 		if (next > t1_ns)
 			next = t1_ns;
 		if (next > cur) {
@@ -399,6 +433,9 @@ int sa_signal_mean(const struct sa_signal *s, double t0_ns, double t1_ns, double
 			cur = next;
 		}
 	}
+	if (stale > SA_MAX_STALE * (t1_ns - t0_ns))
+		return spmtap_seterr(err, errlen, ENODATA, "no readings from %lld to %lld ns", (long long)s->r[wi].t_ns,
+				     (long long)s->r[wi + 1].t_ns);
 	*w = acc / (t1_ns - t0_ns);
 	return 0;
 }

@@ -69,7 +69,29 @@ struct sa_signal {
 	const double *ec_j;
 	size_t nkept;
 	uint64_t resets;        /* J: intervals whose energy went down */
+	/*
+	 * Median spacing of the readings (J: of the kept ones); NAN with fewer
+	 * than two.  A reading stands for at most SA_HOLD_READINGS of these:
+	 * a window reaching further past the last reading, or across a longer
+	 * gap between two, has no mean (sa_signal_mean).
+	 */
+	double read_interval_ns;
 };
+
+/*
+ * How many usual reading spacings a reading may stand for.  A sensor read
+ * every millisecond on a loaded machine misses a deadline or two (a 2-3 ms
+ * gap); four spacings keep those, while a sensor that stopped (a CSV cut
+ * short, a dead reader) is caught within 4 ms.
+ */
+#define SA_HOLD_READINGS 4
+/*
+ * Inside the data, a window keeps its mean while the time its readings no
+ * longer stand for (gaps beyond the hold) is at most this share of it: a
+ * reader that missed a few updates in a steady phase still measures it.
+ * Past the last reading nothing is held beyond the hold.
+ */
+#define SA_MAX_STALE 0.1
 
 /* The raw readings of one signal, in row order, for sa_trace_add(). */
 struct sa_raw {
@@ -121,15 +143,21 @@ const char *sa_trace_warning(const struct sa_trace *tr, size_t i);
  * Ec(t1) - Ec(t0) of J signal `signal` in J, with Ec linear between kept
  * readings (no delay correction).  -EINVAL when the signal is not a J
  * signal; -ERANGE (the spec's null) when t0 or t1 lies outside
- * [first kept t, last kept t] or the signal has no energy.
+ * [first kept t, last kept t] ("no readings after T" / "no readings before
+ * T", without the signal's name) or the signal has no energy.
  */
 int sa_trace_energy(const struct sa_trace *tr, size_t signal, double t0_ns, double t1_ns, double *joules,
 		    char *err, size_t errlen);
 
 /*
- * Time-weighted mean of a signal's staircase over [t0, t1], in W; the last
- * reading holds to the end of time.  -EINVAL when t0 >= t1 (an empty
- * window), -ENODATA when no reading is at or before t0.
+ * Time-weighted mean of a signal's staircase over [t0, t1], in W.  A
+ * reading holds until the next one, but for no longer than
+ * SA_HOLD_READINGS x read_interval_ns: no value is carried past the data.
+ * -EINVAL when t0 >= t1 (an empty window); -ENODATA when no reading is at
+ * or before t0, when t1 lies past the last reading's hold ("no readings
+ * after T"), or gaps beyond the hold take more than SA_MAX_STALE of the
+ * window ("no readings from A to B", the longest);
+ * err then says which, without the signal's name, for a report's reason.
  */
 int sa_signal_mean(const struct sa_signal *s, double t0_ns, double t1_ns, double *w, char *err,
 		   size_t errlen);

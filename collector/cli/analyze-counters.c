@@ -58,7 +58,7 @@ int ana_counters_compute(const char *cmd, const struct ana_args *a, struct ana_i
 		fprintf(stderr, "spmtap %s: %s has no SPM counters for --metric/--metrics to use\n", cmd, r->base);
 		return EXIT_FAIL;
 	}
-	if (pc_compute(r, in->ph, in->mx, &in->pc, err, sizeof(err)) < 0) {
+	if (pc_compute(r, in->ph, in->mx, a->min_coverage, &in->pc, err, sizeof(err)) < 0) {
 		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 		return EXIT_FAIL;
 	}
@@ -107,24 +107,52 @@ static int colw(const char *name)
 	return l < 11 ? 11 : l;
 }
 
-/* One table: a row per phase, a column per name, cells from get(). */
+/* Whole percent, rounded down: nothing short of all reads "100 %". */
+static int pct(double f)
+{
+	return (int)floor(f * 100 + 1e-9);
+}
+
+/* The same, but a share that is there at all is at least "1 %". */
+static int pct_min1(double f)
+{
+	return f > 0 && pct(f) < 1 ? 1 : pct(f);
+}
+
+/* A counter's cell: the number, or what stands in its place ("sat 40%": saturated cells, "-": no value). */
+static const char *count_cell(char *b, size_t len, const struct pc_phase *pp, size_t c, double v)
+{
+	if (!pp->blanked && pp->saturated[c] && pp->cells)
+		snprintf(b, len, "sat %d%%", pct_min1((double)pp->saturated[c] / (double)pp->cells));
+	else
+		ana_cell_g(b, len, v);
+	return b;
+}
+
+/*
+ * One table: a row per phase, a column per name, cells from cell(); a
+ * phase whose coverage is not whole says so at the end of its row.
+ */
 static void print_table(const struct sa_report *rep, const char *title, size_t ncols, const char *(*name)(const void *, size_t),
-			double (*get)(const void *, size_t phase, size_t col), const void *ctx, bool samples,
-			const struct pc_gpu *pg)
+			const char *(*cell)(const void *, size_t phase, size_t col, char *b, size_t len), const void *ctx,
+			bool samples, const struct pc_gpu *pg)
 {
 	char b[48];
 	printf("\n%s\n%-16s", title, "phase");
 	if (samples)
-		printf(" %8s", "samples");
+		printf(" %8s %8s", "samples", "coverage");
 	for (size_t c = 0; c < ncols; c++)
 		printf(" %*s", colw(name(ctx, c)), name(ctx, c));
-	putchar('\n');
+	printf("  note\n");
 	for (size_t p = 0; p < rep->nphases; p++) {
+		const struct pc_phase *pp = &pg->ph[p];
 		printf("%-16s", rep->ph[p].phase->name);
 		if (samples)
-			printf(" %8zu", pg->ph[p].samples);
+			printf(" %8zu %6d %%", pp->samples, pct(pp->coverage));
 		for (size_t c = 0; c < ncols; c++)
-			printf(" %*s", colw(name(ctx, c)), ana_cell_g(b, sizeof(b), get(ctx, p, c)));
+			printf(" %*s", colw(name(ctx, c)), cell(ctx, p, c, b, sizeof(b)));
+		if (pp->reason[0])
+			printf("  %s%s", pp->blanked ? "no value: " : "", pp->reason);
 		putchar('\n');
 	}
 }
@@ -134,14 +162,16 @@ static const char *col_name(const void *ctx, size_t c)
 	return ((const struct pc_gpu *)ctx)->cols[c];
 }
 
-static double col_total(const void *ctx, size_t p, size_t c)
+static const char *col_total(const void *ctx, size_t p, size_t c, char *b, size_t len)
 {
-	return ((const struct pc_gpu *)ctx)->ph[p].total[c];
+	const struct pc_phase *pp = &((const struct pc_gpu *)ctx)->ph[p];
+	return count_cell(b, len, pp, c, pp->total[c]);
 }
 
-static double col_rate(const void *ctx, size_t p, size_t c)
+static const char *col_rate(const void *ctx, size_t p, size_t c, char *b, size_t len)
 {
-	return ((const struct pc_gpu *)ctx)->ph[p].rate[c];
+	const struct pc_phase *pp = &((const struct pc_gpu *)ctx)->ph[p];
+	return count_cell(b, len, pp, c, pp->rate[c]);
 }
 
 struct metric_ctx {
@@ -155,10 +185,100 @@ static const char *metric_name(const void *ctx, size_t i)
 	return ((const struct metric_ctx *)ctx)->names[i];
 }
 
-static double metric_value(const void *ctx, size_t p, size_t i)
+static const char *metric_value(const void *ctx, size_t p, size_t i, char *b, size_t len)
 {
 	const struct mx_value *v = &((const struct metric_ctx *)ctx)->pg->ph[p].metric[i];
-	return v->missing ? NAN : v->v;
+	return ana_cell_g(b, len, v->missing ? NAN : v->v);
+}
+
+/*
+ * The sensor values of the spec's report that have no value for want of
+ * readings, one line per phase and reason ("load  energy_j, power_cur:
+ * no readings after T ns").
+ */
+static size_t sensor_gaps_print(const struct sa_report *rep)
+{
+	size_t n = 0;
+	for (size_t p = 0; p < rep->nphases; p++) {
+		const struct sa_phase_result *pr = &rep->ph[p];
+		const char *why[64];
+		size_t nwhy = 0;
+		/* the distinct reasons of this phase, each with the values it blanks */
+		for (size_t k = 0; k <= rep->nsignals && nwhy < 64; k++) {
+			const char *r = k ? rep->ph[p].sig[k - 1].reason : pr->reason;
+			bool null = k ? isnan(pr->sig[k - 1].mean_power_w_confident) : isnan(pr->energy_j);
+			if (!null || strncmp(r, "no readings", 11))
+				continue;
+			bool seen = false;
+			for (size_t i = 0; i < nwhy && !seen; i++)
+				seen = !strcmp(why[i], r);
+			if (!seen)
+				why[nwhy++] = r;
+		}
+		for (size_t i = 0; i < nwhy; i++, n++) {
+			printf("  %-16s", pr->phase->name);
+			const char *sep = " ";
+			if (isnan(pr->energy_j) && !strcmp(pr->reason, why[i])) {
+				printf("%senergy_j", sep);
+				sep = ", ";
+			}
+			for (size_t k = 0; k < rep->nsignals; k++)
+				if (isnan(pr->sig[k].mean_power_w_confident) && !strcmp(pr->sig[k].reason, why[i])) {
+					printf("%s%s conf_w", sep, rep->ch->sig[k].name);
+					sep = ", ";
+				}
+			printf(": no value: %s\n", why[i]);
+		}
+	}
+	return n;
+}
+
+void ana_coverage_print(const struct ana_in *in, const struct sa_report *rep, double min_coverage)
+{
+	printf("Coverage (docs/analysis.md \"Coverage\"): a phase whose SPM samples cover less than %d %% of it "
+	       "has no value (--min-coverage)\n", pct(min_coverage));
+	size_t said = 0;
+	for (uint32_t k = 0; in->pc && k < in->pc->ngpu; k++) {
+		const struct pc_gpu *pg = &in->pc->g[k];
+		int slot = gpu_slot(in->rec, pg->gpu);
+		const struct rec_gpu *g = slot >= 0 ? &in->rec->gpu[slot] : NULL;
+		size_t whole = 0, partial = 0, blank = 0;
+		for (size_t p = 0; p < in->pc->nphases; p++) {
+			const struct pc_phase *pp = &pg->ph[p];
+			blank += pp->blanked;
+			partial += !pp->blanked && pp->coverage < 1;
+			whole += !pp->blanked && pp->coverage >= 1;
+		}
+		printf("GPU %u: %zu phase(s): %zu fully covered, %zu partial (labelled), %zu without values\n", pg->gpu,
+		       in->pc->nphases, whole, partial, blank);
+		uint64_t lost = 0;
+		for (uint32_t x = 0; g && x < g->nspm; x++)
+			lost += g->spm[x].lost_samples;
+		if (lost)
+			printf("  the recorder counted %llu lost sample(s) over %u XCC stream(s)\n", (unsigned long long)lost,
+			       g->nspm);
+		for (size_t p = 0; p < in->pc->nphases; p++) {
+			const struct pc_phase *pp = &pg->ph[p];
+			if (pp->reason[0] && ++said)
+				printf("  %-16s %s%s\n", rep->ph[p].phase->name, pp->blanked ? "no value: " : "", pp->reason);
+		}
+		for (uint32_t c = 0; c < pg->ncols; c++) {
+			uint64_t sat = 0, cells = 0;
+			size_t phases = 0;
+			for (size_t p = 0; p < in->pc->nphases; p++) {
+				sat += pg->ph[p].saturated[c];
+				cells += pg->ph[p].cells;
+				phases += pg->ph[p].saturated[c] != 0;
+			}
+			if (sat && ++said)
+				printf("  %s: saturated in %llu of %llu cells (%d %%) over %zu phase(s): no total there, nor any "
+				       "metric that uses it\n", pg->cols[c], (unsigned long long)sat,
+				       (unsigned long long)cells, pct_min1((double)sat / (double)cells), phases);
+		}
+	}
+	said += sensor_gaps_print(rep);
+	if (!said)
+		printf("  every phase fully covered, no saturated cell, no sensor window without readings\n");
 }
 
 void ana_counters_print(const struct ana_in *in, const struct sa_report *rep)
@@ -183,8 +303,8 @@ void ana_counters_print(const struct ana_in *in, const struct sa_report *rep)
 		const struct pc_gpu *pg = &in->pc->g[k];
 		int slot = gpu_slot(r, pg->gpu);
 		const struct rec_gpu *g = &r->gpu[slot];
-		snprintf(title, sizeof(title), "GPU %u (%s): SPM counter totals per phase, over %u XCC stream(s)", pg->gpu,
-			 g->gfx, g->nspm);
+		snprintf(title, sizeof(title), "GPU %u (%s): SPM counter totals per phase, over %u XCC stream(s) "
+			 "(sat N%%: saturated cells, no total)", pg->gpu, g->gfx, g->nspm);
 		print_table(rep, title, pg->ncols, col_name, col_total, pg, true, pg);
 		snprintf(title, sizeof(title), "GPU %u: mean rates per second", pg->gpu);
 		print_table(rep, title, pg->ncols, col_name, col_rate, pg, false, pg);

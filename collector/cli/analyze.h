@@ -32,6 +32,7 @@ struct ana_args {
 	const char *metrics[ANA_MAX_DEFS]; /* --metrics FILE */
 	size_t nmetrics;
 	bool no_builtins;      /* --no-builtin-metrics */
+	double min_coverage;   /* --min-coverage: below it a phase gets no value (PC_MIN_COVERAGE) */
 };
 
 struct ana_in {
@@ -49,6 +50,12 @@ struct ana_in {
 int ana_counters_compute(const char *cmd, const struct ana_args *a, struct ana_in *in);
 /* The terminal tables: per GPU, counter totals and rates, then metrics, one row per phase. */
 void ana_counters_print(const struct ana_in *in, const struct sa_report *rep);
+/*
+ * The truth section that comes before any table: per GPU the phases that
+ * have no value or only a partial one and why, saturated counters, and the
+ * sensor windows without readings (docs/analysis.md "Coverage").
+ */
+void ana_coverage_print(const struct ana_in *in, const struct sa_report *rep, double min_coverage);
 /*
  * Adds to report JSON j (sa_report_json's) what the spec leaves open:
  * "recording" and, per GPU, "gpus": {N: {"energy_j", "samples",

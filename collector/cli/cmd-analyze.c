@@ -71,7 +71,11 @@ const char cmd_report_usage[] =
 	"  --metric NAME=EXPR  a derived metric over the counters (repeatable)\n"
 	"  --metrics FILE    metric definitions, one NAME = EXPR per line (repeatable)\n"
 	"  --no-builtin-metrics  only the metrics given, not the built-in set\n"
+	"  --min-coverage F  a phase whose SPM samples cover less than F (0..1,\n"
+	"                    default 0.9) of it gets no value, only the reason\n"
 	"\n"
+	"A coverage section (lost stretches, saturated counters, sensor windows\n"
+	"without readings) comes before the tables.\n"
 	"Tables of the characterisation, the phases and (RECORDING) the counters\n"
 	"and metrics go to standard output.\n"
 	"Exit status: 0 done; 1 bad input (the message names file and line, or the\n"
@@ -80,7 +84,7 @@ const char cmd_report_usage[] =
 /* -1: go on; otherwise the exit status (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
 {
-	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN };
+	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_MINCOV };
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "phases", required_argument, NULL, O_PHASES },
@@ -89,11 +93,13 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		{ "metric", required_argument, NULL, O_METRIC },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "no-builtin-metrics", no_argument, NULL, O_NOBUILTIN },
+		{ "min-coverage", required_argument, NULL, O_MINCOV },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd = argv[0];
 	memset(a, 0, sizeof(*a));
+	a->min_coverage = PC_MIN_COVERAGE;
 	optind = 1;
 	opterr = 0;
 	int c;
@@ -117,6 +123,18 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 			break;
 		}
 		case O_NOBUILTIN: a->no_builtins = true; report_only = true; break;
+		case O_MINCOV: {
+			char *end;
+			errno = 0;
+			a->min_coverage = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(a->min_coverage >= 0 && a->min_coverage <= 1)) {
+				fprintf(stderr, "spmtap %s: --min-coverage '%s': expected a fraction from 0 to 1 (0.9 = 90 %%)\n",
+					cmd, optarg);
+				return EXIT_USAGE;
+			}
+			report_only = true;
+			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			return EXIT_OK;
@@ -135,7 +153,8 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		return EXIT_USAGE;
 	}
 	if (report_only && !report) {
-		fprintf(stderr, "spmtap %s: --html and the metric options belong to `spmtap report`\n%s", cmd, usage);
+		fprintf(stderr, "spmtap %s: --html, --min-coverage and the metric options belong to `spmtap report`\n%s",
+			cmd, usage);
 		return EXIT_USAGE;
 	}
 	if (a->recording && a->trace) {
@@ -405,6 +424,8 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 		}
 	}
 	if (!rc && (!a->json || strcmp(a->json, "-"))) {
+		/* TODO(reader): the truth notes of analyze-truth.c (truncated/incomplete input) go first, here */
+		ana_coverage_print(in, r, a->min_coverage);
 		print_characterization(r->ch);
 		print_report(r);
 		if (in->rec)
