@@ -844,9 +844,11 @@ static void report_square_wave(void)
 	json_t *j;
 	CU_ASSERT_FATAL(sa_report_json(r, &j, NULL, 0) == 0);
 	static const char *const root_keys[] = { "phases", NULL };
+	/* the spec's keys, plus "reason" (issue 14: why a value is null; the spec allows added keys) */
 	static const char *const ph_keys[] = { "name", "start_ns", "end_ns", "duration_ms", "energy_j",
-					       "mean_power_w", "signals", NULL };
-	static const char *const sig_keys[] = { "window_start_ns", "window_end_ns", "mean_power_w_confident", NULL };
+					       "mean_power_w", "reason", "signals", NULL };
+	static const char *const sig_keys[] = { "window_start_ns", "window_end_ns", "mean_power_w_confident",
+						"reason", NULL };
 	CU_ASSERT(keys_are(j, root_keys));
 	json_t *arr = json_object_get(j, "phases");
 	CU_ASSERT_EQUAL(json_array_size(arr), 6);

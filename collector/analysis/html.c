@@ -43,7 +43,11 @@ static const char css[] =
 	"figure{margin:12px 0 24px}\n"
 	"figure svg,figure img{display:block;max-width:100%;height:auto}\n"
 	"figcaption{font-size:13px;color:#555;margin-top:4px}\n"
-	"footer{margin-top:32px;font-size:12px;color:#777}\n";
+	"footer{margin-top:32px;font-size:12px;color:#777}\n"
+	/* what the numbers stand on: missing data is said before any table (docs/analysis.md) */
+	".banner{background:#fff4d6;border:1px solid #d9a400;border-left:6px solid #d9a400;padding:8px 12px;"
+	"max-width:none;font-size:13px}\n"
+	".coverage-ok{color:#276b3a;font-size:13px}\n";
 
 /* Record a failure once; every later call returns it. */
 static int fail(struct html_doc *d, int e, const char *msg, char *err, size_t errlen)

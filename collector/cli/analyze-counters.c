@@ -58,6 +58,7 @@ int ana_counters_compute(const char *cmd, const struct ana_args *a, struct ana_i
 		fprintf(stderr, "spmtap %s: %s has no SPM counters for --metric/--metrics to use\n", cmd, r->base);
 		return EXIT_FAIL;
 	}
+	in->min_coverage = a->min_coverage;
 	if (pc_compute(r, in->ph, in->mx, a->min_coverage, &in->pc, err, sizeof(err)) < 0) {
 		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 		return EXIT_FAIL;
@@ -196,7 +197,7 @@ static const char *metric_value(const void *ctx, size_t p, size_t i, char *b, si
  * readings, one line per phase and reason ("load  energy_j, power_cur:
  * no readings after T ns").
  */
-static size_t sensor_gaps_print(const struct sa_report *rep)
+static size_t sensor_gaps_print(FILE *f, const struct sa_report *rep)
 {
 	size_t n = 0;
 	for (size_t p = 0; p < rep->nphases; p++) {
@@ -216,26 +217,26 @@ static size_t sensor_gaps_print(const struct sa_report *rep)
 				why[nwhy++] = r;
 		}
 		for (size_t i = 0; i < nwhy; i++, n++) {
-			printf("  %-16s", pr->phase->name);
+			fprintf(f, "  %-16s", pr->phase->name);
 			const char *sep = " ";
 			if (isnan(pr->energy_j) && !strcmp(pr->reason, why[i])) {
-				printf("%senergy_j", sep);
+				fprintf(f, "%senergy_j", sep);
 				sep = ", ";
 			}
 			for (size_t k = 0; k < rep->nsignals; k++)
 				if (isnan(pr->sig[k].mean_power_w_confident) && !strcmp(pr->sig[k].reason, why[i])) {
-					printf("%s%s conf_w", sep, rep->ch->sig[k].name);
+					fprintf(f, "%s%s conf_w", sep, rep->ch->sig[k].name);
 					sep = ", ";
 				}
-			printf(": no value: %s\n", why[i]);
+			fprintf(f, ": no value: %s\n", why[i]);
 		}
 	}
 	return n;
 }
 
-void ana_coverage_print(const struct ana_in *in, const struct sa_report *rep, double min_coverage)
+size_t ana_coverage_print(FILE *f, const struct ana_in *in, const struct sa_report *rep, double min_coverage)
 {
-	printf("Coverage (docs/analysis.md \"Coverage\"): a phase whose SPM samples cover less than %d %% of it "
+	fprintf(f, "Coverage (docs/analysis.md \"Coverage\"): a phase whose SPM samples cover less than %d %% of it "
 	       "has no value (--min-coverage)\n", pct(min_coverage));
 	size_t said = 0;
 	for (uint32_t k = 0; in->pc && k < in->pc->ngpu; k++) {
@@ -249,18 +250,18 @@ void ana_coverage_print(const struct ana_in *in, const struct sa_report *rep, do
 			partial += !pp->blanked && pp->coverage < 1;
 			whole += !pp->blanked && pp->coverage >= 1;
 		}
-		printf("GPU %u: %zu phase(s): %zu fully covered, %zu partial (labelled), %zu without values\n", pg->gpu,
+		fprintf(f, "GPU %u: %zu phase(s): %zu fully covered, %zu partial (labelled), %zu without values\n", pg->gpu,
 		       in->pc->nphases, whole, partial, blank);
 		uint64_t lost = 0;
 		for (uint32_t x = 0; g && x < g->nspm; x++)
 			lost += g->spm[x].lost_samples;
 		if (lost)
-			printf("  the recorder counted %llu lost sample(s) over %u XCC stream(s)\n", (unsigned long long)lost,
+			fprintf(f, "  the recorder counted %llu lost sample(s) over %u XCC stream(s)\n", (unsigned long long)lost,
 			       g->nspm);
 		for (size_t p = 0; p < in->pc->nphases; p++) {
 			const struct pc_phase *pp = &pg->ph[p];
 			if (pp->reason[0] && ++said)
-				printf("  %-16s %s%s\n", rep->ph[p].phase->name, pp->blanked ? "no value: " : "", pp->reason);
+				fprintf(f, "  %-16s %s%s\n", rep->ph[p].phase->name, pp->blanked ? "no value: " : "", pp->reason);
 		}
 		for (uint32_t c = 0; c < pg->ncols; c++) {
 			uint64_t sat = 0, cells = 0;
@@ -271,14 +272,15 @@ void ana_coverage_print(const struct ana_in *in, const struct sa_report *rep, do
 				phases += pg->ph[p].saturated[c] != 0;
 			}
 			if (sat && ++said)
-				printf("  %s: saturated in %llu of %llu cells (%d %%) over %zu phase(s): no total there, nor any "
+				fprintf(f, "  %s: saturated in %llu of %llu cells (%d %%) over %zu phase(s): no total there, nor any "
 				       "metric that uses it\n", pg->cols[c], (unsigned long long)sat,
 				       (unsigned long long)cells, pct_min1((double)sat / (double)cells), phases);
 		}
 	}
-	said += sensor_gaps_print(rep);
+	said += sensor_gaps_print(f, rep);
 	if (!said)
-		printf("  every phase fully covered, no saturated cell, no sensor window without readings\n");
+		fprintf(f, "  every phase fully covered, no saturated cell, no sensor window without readings\n");
+	return said;
 }
 
 void ana_counters_print(const struct ana_in *in, const struct sa_report *rep)
@@ -362,6 +364,59 @@ static int metric_defs_json(const struct ana_in *in, json_t *root)
 	return rc ? rc : put(root, "metrics", all);
 }
 
+/* One XCC's coverage of a phase. */
+static json_t *cover_json(uint32_t x, const struct pc_cover *c)
+{
+	json_t *st = json_array();
+	for (size_t i = 0; st && i < c->nlost && i < PC_MAX_STRETCHES; i++)
+		if (json_array_append_new(st, json_pack("{s:I, s:I, s:I}", "start_ns", (json_int_t)c->lost[i].start_ns,
+							"end_ns", (json_int_t)c->lost[i].end_ns, "samples",
+							(json_int_t)c->lost[i].samples))) {
+			json_decref(st);
+			return NULL;
+		}
+	return st ? json_pack("{s:I, s:I, s:I, s:o, s:I, s:I, s:o}", "xcc", (json_int_t)x, "samples",
+			      (json_int_t)c->present, "expected_samples", (json_int_t)c->expected, "coverage",
+			      json_real(c->coverage), "lost_ns", (json_int_t)c->lost_ns, "lost_stretch_count",
+			      (json_int_t)c->nlost, "lost_stretches", st)
+		  : NULL;
+}
+
+/*
+ * A phase's truth on one GPU: "coverage" (the worst XCC's, 0..1), "reason"
+ * (why it has no value, "partial: N % coverage", or null), "lost_ns" and
+ * "lost_stretches" (the worst XCC's), "saturated_cells" {COUNTER: cells}
+ * and "xcc" (each XCC's own).
+ */
+static int phase_truth_json(const struct recording *r, const struct pc_gpu *pg, const struct pc_phase *pp,
+			    json_t *o)
+{
+	int slot = gpu_slot(r, pg->gpu);
+	uint32_t nx = slot >= 0 ? r->gpu[slot].nspm : 0, worst = 0;
+	for (uint32_t x = 1; x < nx; x++)
+		if (pp->xcc[x].coverage < pp->xcc[worst].coverage)
+			worst = x;
+	json_t *sat = json_object(), *xs = json_array();
+	int rc = put(o, "coverage", json_real(pp->coverage));
+	rc = rc ? rc : put(o, "has_value", json_boolean(!pp->blanked));
+	rc = rc ? rc : put(o, "reason", pp->reason[0] ? json_string(pp->reason) : json_null());
+	rc = rc ? rc : put(o, "lost_ns", json_integer(nx ? (json_int_t)pp->xcc[worst].lost_ns : 0));
+	json_t *wc = nx ? cover_json(worst, &pp->xcc[worst]) : NULL;
+	json_t *st = wc ? json_incref(json_object_get(wc, "lost_stretches")) : json_array();
+	json_decref(wc);
+	rc = rc ? rc : put(o, "lost_stretches", st);
+	rc = rc ? rc : put(o, "saturated_cells", sat);
+	rc = rc ? rc : put(o, "xcc", xs);
+	for (uint32_t c = 0; !rc && c < pg->ncols; c++)
+		if (pp->saturated[c])
+			rc = put(sat, pg->cols[c], json_integer((json_int_t)pp->saturated[c]));
+	for (uint32_t x = 0; !rc && x < nx; x++) {
+		json_t *e = cover_json(x, &pp->xcc[x]);
+		rc = e && !json_array_append_new(xs, e) ? 0 : -ENOMEM;
+	}
+	return rc;
+}
+
 /* phase p's "gpus" object. */
 static int phase_gpus_json(const struct ana_in *in, const struct sa_report *rep, size_t p, json_t *phase)
 {
@@ -382,17 +437,30 @@ static int phase_gpus_json(const struct ana_in *in, const struct sa_report *rep,
 		if (rc || !pg)
 			continue;
 		const struct pc_phase *pp = &pg->ph[p];
-		json_t *cs = json_object(), *ms = json_object();
+		json_t *cs = json_object(), *ms = json_object(), *mr = json_object();
 		rc = put(o, "samples", json_integer((json_int_t)pp->samples));
+		rc = rc ? rc : phase_truth_json(r, pg, pp, o);
 		rc = rc ? rc : put(o, "counters", cs);
 		rc = rc ? rc : put(o, "metrics", ms);
-		for (uint32_t c = 0; !rc && c < pg->ncols; c++)
-			rc = put(cs, pg->cols[c], json_pack("{s:o, s:o}", "total", sa_json_num(pp->total[c]), "rate_per_s",
-							    sa_json_num(pp->rate[c])));
+		rc = rc ? rc : put(o, "metric_reasons", mr);
+		for (uint32_t c = 0; !rc && c < pg->ncols; c++) {
+			char why[96] = "";
+			if (pp->blanked)
+				snprintf(why, sizeof(why), "no value: coverage %d %%", pct(pp->coverage));
+			else if (pp->saturated[c])
+				snprintf(why, sizeof(why), "saturated in %d %% of samples",
+					 pct_min1((double)pp->saturated[c] / (double)(pp->cells ? pp->cells : 1)));
+			rc = put(cs, pg->cols[c], json_pack("{s:o, s:o, s:I, s:o}", "total", sa_json_num(pp->total[c]),
+							    "rate_per_s", sa_json_num(pp->rate[c]), "saturated_cells",
+							    (json_int_t)pp->saturated[c], "reason",
+							    why[0] ? json_string(why) : json_null()));
+		}
 		for (size_t k = 0; !rc && in->mx[i] && k < pg->nmetrics; k++) {
 			struct mx_info info;
 			mx_set_info(in->mx[i], k, &info);
 			rc = put(ms, info.name, pp->metric[k].missing ? json_null() : sa_json_num(pp->metric[k].v));
+			if (!rc && pp->metric[k].missing && pp->metric_reason[k][0])
+				rc = put(mr, info.name, json_string(pp->metric_reason[k]));
 		}
 	}
 	return rc;
@@ -403,6 +471,9 @@ int ana_counters_json(const struct ana_in *in, const struct sa_report *rep, json
 	json_t *phases = json_object_get(j, "phases");
 	int rc = put(j, "recording", json_string(in->rec->base));
 	rc = rc ? rc : metric_defs_json(in, j);
+	rc = rc ? rc : put(j, "coverage", json_pack("{s:f, s:s}", "min_coverage", in->min_coverage, "rule",
+						    "a phase whose SPM samples cover less than min_coverage of it has no "
+						    "value (docs/analysis.md \"Coverage\")"));
 	for (size_t p = 0; !rc && p < rep->nphases; p++)
 		rc = phase_gpus_json(in, rep, p, json_array_get(phases, p));
 	return rc ? spmtap_seterr(err, errlen, -rc, "building the JSON: out of memory") : 0;

@@ -170,7 +170,7 @@ static int gpu_tables(struct html_doc *d, const struct ana_in *in, const struct 
 		      const struct pc_gpu *pg, int slot, char *err, size_t errlen)
 {
 	size_t rows = rep->nphases < HTML_MAX_ROWS ? rep->nphases : HTML_MAX_ROWS;
-	size_t ncols = 2 + 2 * (size_t)pg->ncols;
+	size_t ncols = 4 + 2 * (size_t)pg->ncols;
 	const char **hdr = calloc(ncols + 1, sizeof(*hdr));
 	char **own = calloc(ncols + 1, sizeof(*own));
 	struct cells c = { 0 };
@@ -178,17 +178,28 @@ static int gpu_tables(struct html_doc *d, const struct ana_in *in, const struct 
 	if (!rc) {
 		hdr[0] = "phase";
 		hdr[1] = "samples";
+		hdr[2] = "coverage";
+		hdr[ncols - 1] = "note";
 	}
 	for (uint32_t k = 0; !rc && k < pg->ncols; k++) {
 		if (asprintf(&own[2 * k], "%s", pg->cols[k]) < 0 || asprintf(&own[2 * k + 1], "%s [1/s]", pg->cols[k]) < 0)
 			rc = -ENOMEM;
-		hdr[2 + 2 * k] = own[2 * k];
-		hdr[3 + 2 * k] = own[2 * k + 1];
+		hdr[3 + 2 * k] = own[2 * k];
+		hdr[4 + 2 * k] = own[2 * k + 1];
 	}
 	for (size_t p = 0; !rc && p < rows; p++) {
-		rc = add(&c, "%s", rep->ph[p].phase->name) || add(&c, "%zu", pg->ph[p].samples) ? -ENOMEM : 0;
-		for (uint32_t k = 0; !rc && k < pg->ncols; k++)
-			rc = add_g(&c, pg->ph[p].total[k]) || add_g(&c, pg->ph[p].rate[k]) ? -ENOMEM : 0;
+		const struct pc_phase *pp = &pg->ph[p];
+		rc = add(&c, "%s", rep->ph[p].phase->name) || add(&c, "%zu", pp->samples) ||
+		     add(&c, "%d %%", (int)floor(pp->coverage * 100 + 1e-9)) ? -ENOMEM : 0;
+		for (uint32_t k = 0; !rc && k < pg->ncols; k++) {
+			if (!pp->blanked && pp->saturated[k])
+				/* saturated cells: their count, never a sum that skipped them */
+				rc = add(&c, "saturated: %llu cells", (unsigned long long)pp->saturated[k]) ||
+				     add(&c, "-") ? -ENOMEM : 0;
+			else
+				rc = add_g(&c, pp->total[k]) || add_g(&c, pp->rate[k]) ? -ENOMEM : 0;
+		}
+		rc = rc ? rc : add(&c, "%s%s", pp->blanked ? "no value: " : "", pp->reason) ? -ENOMEM : 0;
 	}
 	char id[32], cap[96];
 	snprintf(id, sizeof(id), "counters-gpu%u", pg->gpu);
@@ -237,6 +248,31 @@ static int gpu_tables(struct html_doc *d, const struct ana_in *in, const struct 
 	return rc == -ENOMEM ? oom(err, errlen) : rc;
 }
 
+/*
+ * The coverage section of the text report as a banner (class "banner",
+ * id "coverage") before any table or figure; a plain note when every
+ * phase is whole.
+ */
+static int coverage_banner(struct html_doc *d, const struct ana_in *in, const struct sa_report *rep, char *err,
+			   size_t errlen)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return oom(err, errlen);
+	size_t said = ana_coverage_print(f, in, rep, in->pc ? in->min_coverage : PC_MIN_COVERAGE);
+	if (fclose(f) || !text) {
+		free(text);
+		return oom(err, errlen);
+	}
+	while (len && text[len - 1] == '\n')
+		text[--len] = 0;
+	int rc = html_paragraph(d, said ? "banner" : "coverage-ok", text, err, errlen);
+	free(text);
+	return rc;
+}
+
 static int figure(struct html_doc *d, const struct recording *r, uint32_t gpu, const struct ana_in *in,
 		  const struct sa_report *rep, const struct fig_opts *o, const char *caption, char *err, size_t errlen)
 {
@@ -274,8 +310,10 @@ int ana_html_write(const struct ana_in *in, const struct sa_report *rep, const c
 	json_t *start = in->rec ? json_object_get(in->rec->meta, "start_boottime_ns") : NULL;
 	if (json_is_integer(start))
 		t0 = json_integer_value(start);
+	/* What the numbers stand on, before anything: a banner when some phase lacks data. */
+	rc = coverage_banner(d, in, rep, err, errlen);
 	/* The pictures first, under the sensor figures that say how far they can be trusted; then the numbers. */
-	rc = characterization(d, rep->ch, err, errlen);
+	rc = rc ? rc : characterization(d, rep->ch, err, errlen);
 	for (uint32_t i = 0; !rc && in->rec && i < in->rec->ngpu; i++) {
 		const struct rec_gpu *g = &in->rec->gpu[i];
 		char h[160], id[32];

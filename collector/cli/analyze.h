@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "collector/analysis/phase_counters.h"
 #include "collector/analysis/phases.h"
@@ -44,6 +45,7 @@ struct ana_in {
 	/* Recording only: metric sets per r->gpu[] entry (NULL: no SPM) and the counters per phase. */
 	struct mx_set *mx[REC_MAX_GPUS];
 	struct pc_result *pc;
+	double min_coverage;       /* what pc was computed with */
 };
 
 /* Counters and metrics per phase of a recording's GPUs; 0 or an exit status (the message printed). */
@@ -53,14 +55,18 @@ void ana_counters_print(const struct ana_in *in, const struct sa_report *rep);
 /*
  * The truth section that comes before any table: per GPU the phases that
  * have no value or only a partial one and why, saturated counters, and the
- * sensor windows without readings (docs/analysis.md "Coverage").
+ * sensor windows without readings (docs/analysis.md "Coverage").  Returns
+ * how many things it had to say (0: everything whole).
  */
-void ana_coverage_print(const struct ana_in *in, const struct sa_report *rep, double min_coverage);
+size_t ana_coverage_print(FILE *f, const struct ana_in *in, const struct sa_report *rep, double min_coverage);
 /*
  * Adds to report JSON j (sa_report_json's) what the spec leaves open:
  * "recording" and, per GPU, "gpus": {N: {"energy_j", "samples",
- * "counters": {NAME: {"total", "rate_per_s"}}, "metrics": {NAME: v}}} in
- * each phase, and "metrics" (the definitions) at the top.
+ * "coverage", "reason", "lost_ns", "lost_stretches", "saturated_cells",
+ * "xcc": [...], "counters": {NAME: {"total", "rate_per_s",
+ * "saturated_cells"}}, "metrics": {NAME: v}, "metric_reasons"}} in each
+ * phase, and "metrics" (the definitions) and "coverage" at the top
+ * (docs/analysis.md "Coverage").
  */
 int ana_counters_json(const struct ana_in *in, const struct sa_report *rep, json_t *j, char *err, size_t errlen);
 /* Energy of GPU g's own energy counter over phase p (NAN: null), for multi-GPU recordings. */

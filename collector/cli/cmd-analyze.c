@@ -425,7 +425,7 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 	}
 	if (!rc && (!a->json || strcmp(a->json, "-"))) {
 		/* TODO(reader): the truth notes of analyze-truth.c (truncated/incomplete input) go first, here */
-		ana_coverage_print(in, r, a->min_coverage);
+		ana_coverage_print(stdout, in, r, a->min_coverage);
 		print_characterization(r->ch);
 		print_report(r);
 		if (in->rec)
