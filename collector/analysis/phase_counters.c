@@ -108,7 +108,7 @@ static int pct(double f)
  */
 static void phase_truth(const struct rec_gpu *g, const struct pc_prefix *px, const struct pc_period *per,
 			const struct sa_phase *ph, const size_t *lo, const size_t *hi, double min_coverage,
-			struct pc_phase *r)
+			uint32_t nexp, struct pc_phase *r)
 {
 	uint32_t worst = 0;
 	r->coverage = 1;
@@ -132,8 +132,13 @@ static void phase_truth(const struct rec_gpu *g, const struct pc_prefix *px, con
 		r->saturated[c] = sat;
 	}
 	r->reason[0] = 0;
+	if (g->nspm < nexp) /* a stream the meta lists has no row at all (a file cut short) */
+		r->coverage = 0;
 	r->blanked = !(r->coverage >= min_coverage);
-	if (r->blanked) {
+	if (r->blanked && g->nspm < nexp) {
+		snprintf(r->reason, sizeof(r->reason), "coverage 0 %%: XCC %u to %u have no sample in the file (the meta "
+			 "lists %u stream(s))", g->nspm, nexp - 1, nexp);
+	} else if (r->blanked) {
 		char why[160];
 		pc_cover_reason(&r->xcc[worst], why, sizeof(why));
 		if (g->nspm > 1)
@@ -146,7 +151,7 @@ static void phase_truth(const struct rec_gpu *g, const struct pc_prefix *px, con
 }
 
 static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const struct mx_set *m,
-		      double min_coverage, struct pc_gpu *out, char *err, size_t errlen)
+		      double min_coverage, uint32_t nexp, struct pc_gpu *out, char *err, size_t errlen)
 {
 	const struct rec_table *t0 = &g->spm[0];
 	out->gpu = g->index;
@@ -179,7 +184,7 @@ static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const
 			hi[x] = lower(&g->spm[x], ph->v[p].end_ns);
 		}
 		r->samples = hi[0] - lo[0];
-		phase_truth(g, px, per, &ph->v[p], lo, hi, min_coverage, r);
+		phase_truth(g, px, per, &ph->v[p], lo, hi, min_coverage, nexp, r);
 		double secs = (double)(ph->v[p].end_ns - ph->v[p].start_ns) * 1e-9;
 		struct pc_frame_data fd = { px, lo, hi, -1 };
 		for (uint32_t c = 0; c < t0->ncols; c++) {
@@ -228,7 +233,8 @@ int pc_compute(const struct recording *r, const struct sa_phases *phases, struct
 		const struct rec_gpu *g = &r->gpu[i];
 		if (!g->nspm || !g->spm[0].ncols)
 			continue;
-		rc = gpu_phases(g, phases, metrics ? metrics[i] : NULL, min_coverage, &res->g[res->ngpu++], err, errlen);
+		rc = gpu_phases(g, phases, metrics ? metrics[i] : NULL, min_coverage, pc_streams_expected(r, g->index),
+				&res->g[res->ngpu++], err, errlen);
 	}
 	if (rc) {
 		pc_free(res);

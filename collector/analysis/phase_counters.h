@@ -98,6 +98,8 @@ void pc_period_of(const struct rec_table *t, struct pc_period *p);
 /* Coverage of [start_ns, end_ns) by stream t; samples [lo, hi) lie in it. */
 void pc_cover_of(const struct rec_table *t, const struct pc_period *p, int64_t start_ns, int64_t end_ns, size_t lo,
 		 size_t hi, struct pc_cover *c);
+/* SPM streams the recording's meta lists for spmtap GPU `gpu` (extra.streams): what the files should hold. */
+uint32_t pc_streams_expected(const struct recording *r, uint32_t gpu);
 /* A sentence on c: "coverage 12 %: 3 lost stretches (340.2 ms), no samples after T". */
 void pc_cover_reason(const struct pc_cover *c, char *buf, size_t len);
 void pc_free(struct pc_result *p);

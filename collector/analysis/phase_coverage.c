@@ -160,3 +160,18 @@ void pc_cover_reason(const struct pc_cover *c, char *buf, size_t len)
 			snprintf(buf + o, len - (size_t)o, "%sthe stream ends before the phase does", sep);
 	}
 }
+
+uint32_t pc_streams_expected(const struct recording *r, uint32_t gpu)
+{
+	json_t *streams = json_object_get(json_object_get(r->meta, "extra"), "streams");
+	uint32_t n = 0;
+	size_t i;
+	json_t *st;
+	json_array_foreach(streams, i, st) {
+		const char *src = json_string_value(json_object_get(st, "source"));
+		json_t *g = json_object_get(st, "gpu");
+		if (src && !strcmp(src, "spm") && json_is_integer(g) && json_integer_value(g) == (json_int_t)gpu)
+			n++;
+	}
+	return n;
+}

@@ -396,6 +396,26 @@ int sa_trace_energy(const struct sa_trace *tr, size_t signal, double t0_ns, doub
 		return spmtap_seterr(err, errlen, ERANGE, "no readings after %.0f ns", b);
 	if (!(t0_ns >= a && t1_ns >= a))
 		return spmtap_seterr(err, errlen, ERANGE, "no readings before %.0f ns", a);
+	/*
+	 * A boundary inside a long gap splits energy nobody measured: Ec is a
+	 * straight line there, which says nothing of where the phase's share ends.
+	 */
+	double hold = isfinite(s->read_interval_ns) ? SA_HOLD_READINGS * s->read_interval_ns : INFINITY;
+	for (int k = 0; k < 2; k++) {
+		double t = k ? t1_ns : t0_ns;
+		size_t i = 0, hi = s->nkept;
+		while (i < hi) { /* first kept reading at or after t */
+			size_t mid = i + (hi - i) / 2;
+			if ((double)s->kept_t[mid] < t)
+				i = mid + 1;
+			else
+				hi = mid;
+		}
+		if (i > 0 && i < s->nkept && (double)s->kept_t[i] != t &&
+		    (double)(s->kept_t[i] - s->kept_t[i - 1]) > hold)
+			return spmtap_seterr(err, errlen, ERANGE, "no readings from %lld to %lld ns",
+					     (long long)s->kept_t[i - 1], (long long)s->kept_t[i]);
+	}
 	*joules = ec_at(s, t1_ns) - ec_at(s, t0_ns);
 	return 0;
 }

@@ -277,6 +277,13 @@ size_t ana_coverage_print(FILE *f, const struct ana_in *in, const struct sa_repo
 				       (unsigned long long)cells, pct_min1((double)sat / (double)cells), phases);
 		}
 	}
+	for (uint32_t i = 0; in->rec && i < in->rec->ngpu; i++) {
+		const struct rec_gpu *g = &in->rec->gpu[i];
+		uint32_t nexp = pc_streams_expected(in->rec, g->index);
+		if ((!g->nspm || !g->spm[0].ncols) && nexp && ++said)
+			fprintf(f, "GPU %u: no value for any counter: the meta lists %u SPM stream(s), the file holds no "
+				"sample of them\n", g->index, nexp);
+	}
 	said += sensor_gaps_print(f, rep);
 	if (!said)
 		fprintf(f, "  every phase fully covered, no saturated cell, no sensor window without readings\n");
@@ -434,6 +441,12 @@ static int phase_gpus_json(const struct ana_in *in, const struct sa_report *rep,
 		for (uint32_t k = 0; in->pc && k < in->pc->ngpu; k++)
 			if (in->pc->g[k].gpu == r->gpu[i].index)
 				pg = &in->pc->g[k];
+		if (!rc && !pg && pc_streams_expected(r, r->gpu[i].index)) {
+			/* the meta lists SPM streams the file lost entirely: say so, no counters */
+			rc = put(o, "coverage", json_real(0));
+			rc = rc ? rc : put(o, "has_value", json_false());
+			rc = rc ? rc : put(o, "reason", json_string("coverage 0 %: the file holds no SPM sample"));
+		}
 		if (rc || !pg)
 			continue;
 		const struct pc_phase *pp = &pg->ph[p];
