@@ -47,6 +47,7 @@ struct pc_cover {
 	size_t nlost;             /* lost stretches, all of them */
 	struct pc_stretch lost[PC_MAX_STRETCHES]; /* the first ones */
 	bool before_first, after_last; /* a stretch is the stream's start or end (no sample yet / any more) */
+	int64_t first_ns, last_ns;     /* the stream's first and last sample (host ns); 0 without any */
 };
 
 /* One GPU's columns summed over the samples of [start, end), per XCC and in all. */

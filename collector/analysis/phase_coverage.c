@@ -73,6 +73,10 @@ void pc_cover_of(const struct rec_table *t, const struct pc_period *p, int64_t s
 {
 	memset(c, 0, sizeof(*c));
 	c->present = c->expected = hi > lo ? hi - lo : 0;
+	if (t->n) {
+		c->first_ns = t->t_ns[0];
+		c->last_ns = t->t_ns[t->n - 1];
+	}
 	double P = p->ns, s = (double)start_ns, e = (double)end_ns;
 	if (!(P > 0)) {
 		/* fewer than two samples: no period to count by; a phase without any is not covered */
@@ -148,17 +152,12 @@ void pc_cover_reason(const struct pc_cover *c, char *buf, size_t len)
 			      (double)c->lost_ns / 1e6);
 		sep = ", ";
 	}
-	if ((size_t)o < len && c->before_first && c->nlost)
+	if ((size_t)o < len && c->before_first)
 		o += snprintf(buf + o, len - (size_t)o, "%sno samples before %lld ns (the stream starts there)", sep,
-			      (long long)c->lost[0].end_ns);
-	if ((size_t)o < len && c->after_last) {
-		size_t i = c->nlost <= PC_MAX_STRETCHES ? c->nlost - 1 : SIZE_MAX;
-		if (i != SIZE_MAX)
-			snprintf(buf + o, len - (size_t)o, "%sno samples after %lld ns (the stream ends there)", sep,
-				 (long long)c->lost[i].start_ns);
-		else
-			snprintf(buf + o, len - (size_t)o, "%sthe stream ends before the phase does", sep);
-	}
+			      (long long)c->first_ns);
+	if ((size_t)o < len && c->after_last)
+		snprintf(buf + o, len - (size_t)o, "%sno samples after %lld ns (the stream ends there)", sep,
+			 (long long)c->last_ns);
 }
 
 uint32_t pc_streams_expected(const struct recording *r, uint32_t gpu)
