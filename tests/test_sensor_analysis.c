@@ -933,6 +933,84 @@ static void report_nulls(void)
 	free(phs.p);
 }
 
+/*
+ * Issue 14 item 2: no value carried past the data.  A W signal read every
+ * 1 ms from 0 to 60 ms (300 W) and a J signal (300 W) over the same span:
+ *   [55, 59.5]  ends before the last reading: a mean, and an energy
+ *   [55, 63]    3 ms past the last reading, within the 4 ms hold: a mean
+ *   [70, 90]    10 ms after the last reading: no energy, no mean, each with
+ *               "no readings after 60000000 ns" (before: 300 W for ever)
+ *   [50, 66]    6 ms past it, over the hold: no mean
+ * And a 20 ms hole (readings 20..40 ms removed) inside a [15, 45) window: no
+ * mean, "no readings from 19000000 to 41000000 ns"; a 3 ms hole is held.
+ */
+static void report_after_last_reading(void)
+{
+	struct sb b = { 0 };
+	sb_printf(&b, "time_ns,e[J],w[W]\n");
+	for (int64_t t = 0; t <= 60; t++)
+		sb_printf(&b, "%lld,%.6f,300\n", (long long)(t * MS), 0.3 * (double)t);
+	struct sa_trace *t = trace_of(b.p);
+	CU_ASSERT_FATAL(t != NULL);
+	ASSERT_NEAR(sa_trace_signal(t, 1)->read_interval_ns, 1e6, 0);
+	double w;
+	char err[128];
+	CU_ASSERT_EQUAL(sa_signal_mean(sa_trace_signal(t, 1), 55e6, 59.5e6, &w, err, sizeof(err)), 0);
+	ASSERT_NEAR(w, 300, 1e-9);
+	CU_ASSERT_EQUAL(sa_signal_mean(sa_trace_signal(t, 1), 55e6, 63e6, &w, err, sizeof(err)), 0); /* 3 ms held */
+	CU_ASSERT_EQUAL(sa_signal_mean(sa_trace_signal(t, 1), 70e6, 90e6, &w, err, sizeof(err)), -ENODATA);
+	CU_ASSERT_STRING_EQUAL(err, "no readings after 60000000 ns");
+	CU_ASSERT_EQUAL(sa_signal_mean(sa_trace_signal(t, 1), 50e6, 66e6, &w, err, sizeof(err)), -ENODATA);
+	CU_ASSERT_STRING_EQUAL(err, "no readings after 60000000 ns");
+	double j;
+	CU_ASSERT_EQUAL(sa_trace_energy(t, 0, 70e6, 90e6, &j, err, sizeof(err)), -ERANGE);
+	CU_ASSERT_STRING_EQUAL(err, "no readings after 60000000 ns");
+	CU_ASSERT_EQUAL(sa_trace_energy(t, 0, 10e6, 20e6, &j, err, sizeof(err)), 0);
+	ASSERT_NEAR(j, 3.0, 1e-9);
+
+	/* the report: reasons in the C results and the JSON */
+	struct sa_phases ph = { 0 };
+	phases_of("start_ns,end_ns,name\n55000000,59500000,tail\n70000000,90000000,late\n", &ph);
+	struct sa_report *r;
+	CU_ASSERT_FATAL(sa_report_compute(t, &ph, &r, NULL, 0) == 0);
+	CU_ASSERT(isfinite(r->ph[0].energy_j) && !r->ph[0].reason[0]);
+	CU_ASSERT(isnan(r->ph[1].energy_j));
+	CU_ASSERT_STRING_EQUAL(r->ph[1].reason, "no readings after 60000000 ns");
+	json_t *js;
+	CU_ASSERT_FATAL(sa_report_json(r, &js, NULL, 0) == 0);
+	json_t *late = json_array_get(json_object_get(js, "phases"), 1), *tail = json_array_get(json_object_get(js, "phases"), 0);
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(late, "reason")), "no readings after 60000000 ns");
+	CU_ASSERT(json_is_null(json_object_get(tail, "reason")));
+	json_decref(js);
+	sa_report_free(r);
+	sa_phases_free(&ph);
+	sa_trace_free(t);
+
+	/* holes: 20 ms (readings 20..40 ms missing) against the window [15, 45); 3 ms (readings 21, 22) held */
+	struct sb h = { 0 };
+	sb_printf(&h, "time_ns,w[W]\n");
+	for (int64_t k = 0; k <= 60; k++)
+		if (k < 20 || k > 40)
+			sb_printf(&h, "%lld,300\n", (long long)(k * MS));
+	t = trace_of(h.p);
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT_EQUAL(sa_signal_mean(sa_trace_signal(t, 0), 15e6, 45e6, &w, err, sizeof(err)), -ENODATA);
+	CU_ASSERT_STRING_EQUAL(err, "no readings from 19000000 to 41000000 ns");
+	sa_trace_free(t);
+	struct sb h3 = { 0 };
+	sb_printf(&h3, "time_ns,w[W]\n");
+	for (int64_t k = 0; k <= 60; k++)
+		if (k != 21 && k != 22)
+			sb_printf(&h3, "%lld,300\n", (long long)(k * MS));
+	t = trace_of(h3.p);
+	CU_ASSERT_EQUAL(sa_signal_mean(sa_trace_signal(t, 0), 15e6, 45e6, &w, err, sizeof(err)), 0);
+	ASSERT_NEAR(w, 300, 1e-9);
+	sa_trace_free(t);
+	free(b.p);
+	free(h.p);
+	free(h3.p);
+}
+
 static void characterize_json_keys(void)
 {
 	char *text = energy_square_trace();
@@ -1391,6 +1469,7 @@ int main(int argc, char **argv)
 		{ "characterize/json_keys", characterize_json_keys, NULL },
 		{ "report/square_wave", report_square_wave, NULL },
 		{ "report/nulls", report_nulls, NULL },
+		{ "report/after_last_reading", report_after_last_reading, NULL },
 		{ "report/realistic", realistic, NULL },
 		{ "cli/characterize_report", cli, need_cli },
 		{ NULL, NULL, NULL },

@@ -445,7 +445,8 @@ static int phase_gpus_json(const struct ana_in *in, const struct sa_report *rep,
 			/* the meta lists SPM streams the file lost entirely: say so, no counters */
 			rc = put(o, "coverage", json_real(0));
 			rc = rc ? rc : put(o, "has_value", json_false());
-			rc = rc ? rc : put(o, "reason", json_string("coverage 0 %: the file holds no SPM sample"));
+			rc = rc ? rc : put(o, "reason", json_string("coverage 0 %: no sample in the file (its meta lists SPM "
+								   "streams)"));
 		}
 		if (rc || !pg)
 			continue;
