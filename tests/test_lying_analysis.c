@@ -506,6 +506,15 @@ static void injected_loss(void)
 	CU_ASSERT(v.equal >= 1);
 	json_decref(j);
 	check_text("loss", "SQ_WAVES");
+	/* the HTML report: a banner before any table, naming what has no value */
+	const char *args[] = { "report", path("loss"), "--html", path("loss.html"), NULL };
+	CU_ASSERT_EQUAL(run_spmtap(NULL, args, NULL) % 65, 0);
+	char *html = tf_text(path("loss.html"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+	char *banner = strstr(html, "class=\"banner\""), *table = strstr(html, "<table");
+	CU_ASSERT(banner && table && banner < table);
+	CU_ASSERT(banner && strstr(banner, "no value: coverage"));
+	free(html);
 }
 
 /* A writer that stalls 1.5 s: the queues fill; whatever the run lost, the report says it and nothing else. */
