@@ -174,7 +174,8 @@ static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const
 		r->saturated = calloc(t0->ncols ? t0->ncols : 1, sizeof(*r->saturated));
 		r->metric = calloc(out->nmetrics ? out->nmetrics : 1, sizeof(*r->metric));
 		r->metric_reason = calloc(out->nmetrics ? out->nmetrics : 1, sizeof(*r->metric_reason));
-		if (!r->total || !r->rate || !r->saturated || !r->metric || !r->metric_reason) {
+		r->xcc = calloc(g->nspm ? g->nspm : 1, sizeof(*r->xcc));
+		if (!r->total || !r->rate || !r->saturated || !r->metric || !r->metric_reason || !r->xcc) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -255,6 +256,7 @@ void pc_free(struct pc_result *p)
 			free(p->g[i].ph[k].metric);
 			free(p->g[i].ph[k].saturated);
 			free(p->g[i].ph[k].metric_reason);
+			free(p->g[i].ph[k].xcc);
 		}
 		free(p->g[i].ph);
 	}

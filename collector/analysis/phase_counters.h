@@ -57,7 +57,7 @@ struct pc_phase {
 	double *rate;          /* [ncols]: total per second of the phase; NAN with total */
 	struct mx_value *metric; /* [nmetrics] */
 	/* What the numbers stand on (docs/analysis.md "Coverage"). */
-	struct pc_cover xcc[REC_MAX_XCC]; /* per XCC stream */
+	struct pc_cover *xcc;  /* [the GPU's XCC streams] */
 	double coverage;       /* the worst XCC's: a total over XCCs is only as whole as its thinnest part */
 	size_t cells;          /* samples over all XCCs: what saturated[] counts against */
 	uint64_t *saturated;   /* [ncols]: saturated cells (NAN in a declared column) over the XCCs */
