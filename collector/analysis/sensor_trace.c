@@ -398,9 +398,13 @@ int sa_trace_energy(const struct sa_trace *tr, size_t signal, double t0_ns, doub
 		return spmtap_seterr(err, errlen, ERANGE, "no readings before %.0f ns", a);
 	/*
 	 * A boundary inside a long gap splits energy nobody measured: Ec is a
-	 * straight line there, which says nothing of where the phase's share ends.
+	 * straight line there, which says nothing of where the phase's share
+	 * ends.  Long: over the hold, and over SA_MAX_STALE of the window (a
+	 * reader that missed a few updates at a boundary moves the energy by
+	 * no more than the confident mean's own allowance).
 	 */
 	double hold = isfinite(s->read_interval_ns) ? SA_HOLD_READINGS * s->read_interval_ns : INFINITY;
+	hold = fmax(hold, SA_MAX_STALE * fabs(t1_ns - t0_ns));
 	for (int k = 0; k < 2; k++) {
 		double t = k ? t1_ns : t0_ns;
 		size_t i = 0, hi = s->nkept;

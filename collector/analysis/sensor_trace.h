@@ -145,9 +145,9 @@ const char *sa_trace_warning(const struct sa_trace *tr, size_t i);
  * signal; -ERANGE (the spec's null) when t0 or t1 lies outside
  * [first kept t, last kept t] ("no readings after T" / "no readings before
  * T", without the signal's name), when t0 or t1 falls inside a gap between
- * kept readings longer than SA_HOLD_READINGS x read_interval_ns ("no
- * readings from A to B": the split of that energy is unknown), or the
- * signal has no energy.
+ * kept readings longer than SA_HOLD_READINGS x read_interval_ns and than
+ * SA_MAX_STALE x (t1 - t0) ("no readings from A to B": the split of that
+ * energy is unknown), or the signal has no energy.
  */
 int sa_trace_energy(const struct sa_trace *tr, size_t signal, double t0_ns, double t1_ns, double *joules,
 		    char *err, size_t errlen);
