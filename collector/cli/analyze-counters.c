@@ -120,11 +120,11 @@ static int pct_min1(double f)
 	return f > 0 && pct(f) < 1 ? 1 : pct(f);
 }
 
-/* A counter's cell: the number, or what stands in its place ("sat 40%": saturated cells, "-": no value). */
+/* A counter's cell: the number, or what stands in its place ("sat 38436": saturated cells, "-": no value). */
 static const char *count_cell(char *b, size_t len, const struct pc_phase *pp, size_t c, double v)
 {
-	if (!pp->blanked && pp->saturated[c] && pp->cells)
-		snprintf(b, len, "sat %d%%", pct_min1((double)pp->saturated[c] / (double)pp->cells));
+	if (!pp->blanked && pp->saturated[c])
+		snprintf(b, len, "sat %llu", (unsigned long long)pp->saturated[c]);
 	else
 		ana_cell_g(b, len, v);
 	return b;
@@ -313,7 +313,7 @@ void ana_counters_print(const struct ana_in *in, const struct sa_report *rep)
 		int slot = gpu_slot(r, pg->gpu);
 		const struct rec_gpu *g = &r->gpu[slot];
 		snprintf(title, sizeof(title), "GPU %u (%s): SPM counter totals per phase, over %u XCC stream(s) "
-			 "(sat N%%: saturated cells, no total)", pg->gpu, g->gfx, g->nspm);
+			 "(sat N: N saturated cells, no total)", pg->gpu, g->gfx, g->nspm);
 		print_table(rep, title, pg->ncols, col_name, col_total, pg, true, pg);
 		snprintf(title, sizeof(title), "GPU %u: mean rates per second", pg->gpu);
 		print_table(rep, title, pg->ncols, col_name, col_rate, pg, false, pg);
