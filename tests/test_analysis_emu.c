@@ -283,7 +283,7 @@ static void check_report(const char *rec, const char *workload)
 	CU_ASSERT_EQUAL_FATAL(rec_trace(r, &tr, err, sizeof(err)), 0);
 	const struct sa_signal *es = sa_trace_signal(tr, (size_t)sa_trace_first_j(tr));
 	json_t *phases = json_object_get(j, "phases");
-	size_t n = json_array_size(phases), checked = 0, within1 = 0, confident = 0;
+	size_t n = json_array_size(phases), checked = 0, within1 = 0, confident = 0, unread = 0;
 	double worst = 0;
 	CU_ASSERT(n >= 10);
 	for (size_t i = 0; i < n; i++) {
@@ -291,6 +291,9 @@ static void check_report(const char *rec, const char *workload)
 		int64_t s = json_integer_value(json_object_get(p, "start_ns"));
 		int64_t e = json_integer_value(json_object_get(p, "end_ns"));
 		double got = num(p, "energy_j");
+		const char *why = json_string_value(json_object_get(p, "reason"));
+		/* readings the loaded reader missed around a boundary: no value, and the report says so (issue 14) */
+		unread += !isfinite(got) && why && !strncmp(why, "no readings from", 16);
 		if (!isfinite(got))
 			continue; /* outside the kept readings: the spec's null (the recording's edges) */
 		double truth = true_energy(&t, e) - true_energy(&t, s);
@@ -321,8 +324,11 @@ static void check_report(const char *rec, const char *workload)
 	}
 	fprintf(stderr, "\n    %zu phase energies checked, %zu within 1 %% (worst %.3f %%), %zu confident means ",
 		checked, within1, 100 * worst, confident);
-	CU_ASSERT(checked >= n - 2);
-	CU_ASSERT(confident >= n / 2 - 2);
+	if (unread)
+		fprintf(stderr, "(%zu without energy: readings missed around a boundary) ", unread);
+	CU_ASSERT(checked + unread >= n - 2);
+	CU_ASSERT(checked >= n / 2);
+	CU_ASSERT(confident >= n / 2 - 2 - unread);
 	sa_trace_free(tr);
 	rec_free(r);
 	json_decref(j);
@@ -395,16 +401,19 @@ static void metric_series(void)
 	}
 	fclose(f);
 	CU_ASSERT_EQUAL(short_rows, 0);
+	size_t blanked = 0; /* phases whose samples are partly missing: no value (issue 14, docs/analysis.md "Coverage") */
 	for (size_t i = 0; i < np; i++) {
-		json_t *m = json_object_get(json_object_get(json_object_get(json_object_get(json_array_get(phases, i),
-				"gpus"), "0"), "metrics"), "WavesPerCycle");
+		json_t *g = json_object_get(json_object_get(json_array_get(phases, i), "gpus"), "0");
+		json_t *m = json_object_get(json_object_get(g, "metrics"), "WavesPerCycle");
+		blanked += json_is_false(json_object_get(g, "has_value"));
 		if (!cnt[i] || !json_is_number(m))
 			continue;
 		double want = json_number_value(m), got = sum[i] / (double)cnt[i];
 		CU_ASSERT(within(got, want, 2 * vmax / (double)cnt[i], "mean of the samples' WavesPerCycle"));
 		checked++;
 	}
-	CU_ASSERT(checked >= np - 1);
+	CU_ASSERT(checked + blanked >= np - 1);
+	CU_ASSERT(checked >= np / 2);
 	free(sum);
 	free(cnt);
 	json_decref(j);

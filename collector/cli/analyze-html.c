@@ -21,6 +21,8 @@
 
 /* More rows than this make a page nobody scrolls; the JSON has them all. */
 #define HTML_MAX_ROWS 500
+/* The coverage banner's lines before "... N more": it must not push the figures off the first screen. */
+#define HTML_BANNER_LINES 6
 
 /* A table's cells, malloc'd strings freed together. */
 struct cells {
@@ -268,7 +270,24 @@ static int coverage_banner(struct html_doc *d, const struct ana_in *in, const st
 	}
 	while (len && text[len - 1] == '\n')
 		text[--len] = 0;
-	int rc = html_paragraph(d, said ? "banner" : "coverage-ok", text, err, errlen);
+	/* a banner, not a page: the first lines, and where the rest is (each table row says its own) */
+	size_t lines = 0, cut = 0;
+	for (size_t i = 0; i < len && !cut; i++)
+		if (text[i] == '\n' && ++lines == HTML_BANNER_LINES)
+			cut = i;
+	char *shown = NULL;
+	if (cut) {
+		size_t more = 1;
+		for (size_t i = cut + 1; i < len; i++)
+			more += text[i] == '\n';
+		if (asprintf(&shown, "%.*s\n  ... %zu more: the tables below say it per phase, --json in full", (int)cut,
+			     text, more) < 0) {
+			free(text);
+			return oom(err, errlen);
+		}
+	}
+	int rc = html_paragraph(d, said ? "banner" : "coverage-ok", shown ? shown : text, err, errlen);
+	free(shown);
 	free(text);
 	return rc;
 }
