@@ -1257,6 +1257,10 @@ static void cli(void)
 	CU_ASSERT_PTR_NOT_NULL(j);
 	json_decref(j);
 	EXPECT_CLI(0, cli_out, "energy_j", "report", "--trace", t, "--phases", p);
+	/* what has no value and why comes first: the last idle phase ends after the last reading (50 ms) */
+	char *cov = strstr(cli_out, "Coverage ("), *table = strstr(cli_out, "T_ph");
+	CU_ASSERT(cov && table && cov < table);
+	CU_ASSERT_PTR_NOT_NULL(strstr(cli_out, "energy_j: no value: no readings after 50000000 ns"));
 	EXPECT_CLI(0, cli_out, "\"energy_j\": ", "report", "--trace", t, "--phases", p, "--json", "-");
 	j = json_loads(cli_out, 0, &je);
 	ASSERT_NEAR(json_real_value(json_object_get(json_array_get(json_object_get(j, "phases"), 1), "energy_j")), 2.9,

@@ -236,8 +236,11 @@ static size_t sensor_gaps_print(FILE *f, const struct sa_report *rep)
 
 size_t ana_coverage_print(FILE *f, const struct ana_in *in, const struct sa_report *rep, double min_coverage)
 {
-	fprintf(f, "Coverage (docs/analysis.md \"Coverage\"): a phase whose SPM samples cover less than %d %% of it "
-	       "has no value (--min-coverage)\n", pct(min_coverage));
+	if (in->rec)
+		fprintf(f, "Coverage (docs/analysis.md \"Coverage\"): a phase whose SPM samples cover less than %d %% of "
+			"it has no value (--min-coverage)\n", pct(min_coverage));
+	else
+		fprintf(f, "Coverage (docs/analysis.md \"Coverage\"): sensor values need readings\n");
 	size_t said = 0;
 	for (uint32_t k = 0; in->pc && k < in->pc->ngpu; k++) {
 		const struct pc_gpu *pg = &in->pc->g[k];
@@ -286,7 +289,8 @@ size_t ana_coverage_print(FILE *f, const struct ana_in *in, const struct sa_repo
 	}
 	said += sensor_gaps_print(f, rep);
 	if (!said)
-		fprintf(f, "  every phase fully covered, no saturated cell, no sensor window without readings\n");
+		fprintf(f, "  %s\n", in->rec ? "every phase fully covered, no saturated cell, no sensor window without "
+			"readings" : "no sensor window without readings");
 	return said;
 }
 
