@@ -51,6 +51,7 @@ static int64_t now_ns(clockid_t c)
 struct offs {
 	int64_t raw[4096], d[4096];
 	size_t n;
+	int64_t widest; /* our own readings' widest BOOTTIME window: the truth's uncertainty is half */
 	pthread_mutex_t lock;
 	int stop;
 };
@@ -68,6 +69,8 @@ static void offs_sample(struct offs *o)
 		}
 	}
 	pthread_mutex_lock(&o->lock);
+	if (best_w > o->widest)
+		o->widest = best_w;
 	if (o->n < 4096) {
 		o->raw[o->n] = best_raw;
 		o->d[o->n++] = best_d;
@@ -104,6 +107,30 @@ static double true_boot(const struct offs *o, uint64_t gpu)
 {
 	double raw = (double)(int64_t)(gpu - EMU_OFFSET) / (0.1 + EMU_PPM * 1e-7);
 	return raw + offs_at(o, raw);
+}
+
+/*
+ * The timebase's stated bounds, kept past session_close: segment k covers
+ * the ticks in [pair k, pair k+1].
+ */
+struct bounds {
+	uint64_t *gpu;
+	double *bound;
+	size_t npairs, nseg;
+};
+
+static double bound_at(const struct bounds *b, uint64_t g)
+{
+	size_t lo = 0, hi = b->npairs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (b->gpu[mid] <= g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t k = lo ? lo - 1 : 0;
+	return b->bound[k < b->nseg ? k : b->nseg - 1];
 }
 
 /* ---- the emulator's per-sample truth: timestamps per XCC ------------------ */
@@ -254,6 +281,33 @@ static void test_truth(void)
 	CU_ASSERT(np >= 20);
 	CU_ASSERT(fabs(ppm - EMU_PPM) < 1.0);
 	/*
+	 * Within the stated bound: every pair mapped, and (below) every sample
+	 * written, against the truth, which is itself uncertain by half our
+	 * own widest BOOTTIME-RAW reading and the model's 10 ns rounding.
+	 */
+	struct bounds bd = { calloc(np + 1, 8), calloc(np + 1, sizeof(double)), np, tb_nsegments(tb) };
+	CU_ASSERT_FATAL(bd.gpu && bd.bound && bd.nseg);
+	for (size_t i = 0; i < np; i++)
+		bd.gpu[i] = pp[i].gpu;
+	for (size_t k = 0; k < bd.nseg; k++)
+		bd.bound[k] = tb_segments(tb)[k].bound_ns;
+	double truth_unc = (double)o.widest / 2 + 10.0, worst_ratio = 0;
+	size_t out_of_bound = 0;
+	for (size_t i = 0; i < np; i++) {
+		spmtap_host_ns h;
+		tb_map_gpu(tb, pp[i].gpu, &h);
+		double e = fabs((double)h - true_boot(&o, pp[i].gpu)), bb = bound_at(&bd, pp[i].gpu);
+		out_of_bound += e > bb + truth_unc;
+	}
+	size_t rejected = tb_nrejected(tb);
+	double bound = tb_bound(tb);
+	fprintf(stderr, "\n    stated bound: worst segment %.0f ns (%zu segments), %zu pair(s) rejected as "
+		"disturbed; truth uncertain by %.0f ns; pairs beyond their bound: %zu ", bound, bd.nseg,
+		rejected, truth_unc, out_of_bound);
+	CU_ASSERT_EQUAL(out_of_bound, 0);
+	/* SPMTAP_EMU_CLOCK_PAIR_DELAY_RUN=5 >= the burst of 4 disturbs whole bursts now and then */
+	CU_ASSERT(rejected >= 1);
+	/*
 	 * The emulator reads BOOTTIME ~0.5 us after RAW in GET_CLOCK_COUNTERS
 	 * (emu/shim/kfd_ioctl.c), and the timebase trusts that difference (as it
 	 * must: the kernel's is all it has); so the truth is taken two ways:
@@ -276,7 +330,7 @@ static void test_truth(void)
 		err_rms(&pn));
 	CU_ASSERT(pn.max < 1000.0);
 	/* total: on top, what the pairs' own BOOTTIME-RAW skew adds (microseconds under TSan) */
-	CU_ASSERT(pe.max < 2000.0 + po.max);
+	CU_ASSERT(pe.max < 1000.0 + po.max);
 	session_close(S); /* releases SPM: the emulator flushes its sample truth */
 
 	/* 2. every SPM sample written: host_ns vs the truth of its ticks */
@@ -298,8 +352,13 @@ static void test_truth(void)
 		uint64_t ticks = (uint64_t)sqlite3_column_int64(q, 2);
 		if (!truth_has(&t, x, ticks))
 			not_in_truth++;
-		err_add(&se, (double)host - true_boot(&o, ticks));
+		double e = (double)host - true_boot(&o, ticks), bb = bound_at(&bd, ticks);
+		err_add(&se, e);
 		err_add(&sn, (double)host - true_boot(&po2, ticks));
+		if (fabs(e) > bb + truth_unc) {
+			out_of_bound++;
+			worst_ratio = fabs(e) / bb > worst_ratio ? fabs(e) / bb : worst_ratio;
+		}
 	}
 	sqlite3_finalize(q);
 	sqlite3_close(h);
@@ -307,17 +366,21 @@ static void test_truth(void)
 		"max %.1f ns, rms %.1f ns, mean %.1f ns ", se.n, not_in_truth, se.max, err_rms(&se),
 		err_mean(&se));
 	fprintf(stderr, "\n    SPM samples net of the pairs' own skew: max %.1f ns, rms %.1f ns; total "
-		"%s 1 us ", sn.max, err_rms(&sn), se.max < 1000.0 ? "within" : "NOT within");
+		"%s 1 us; samples beyond their segment's bound: %zu (worst error/bound %.2f) ", sn.max,
+		err_rms(&sn), se.max < 1000.0 ? "within" : "NOT within", out_of_bound, worst_ratio);
+	CU_ASSERT_EQUAL(out_of_bound, 0);
 	CU_ASSERT(se.n > 1000);
 	CU_ASSERT_EQUAL(not_in_truth, 0);
 	CU_ASSERT(sn.max < 1000.0);
 	/*
-	 * The total adds the clock pairs' own read latency: a budget of the
-	 * product build; a sanitized one (interceptors, a shared machine) is
-	 * held to the net error above.
+	 * Within 1 us of the truth (issue 14 item 11) in the product build; a
+	 * sanitized one (interceptors widen every read window) is held to its
+	 * stated bound above and the net error.
 	 */
 	if (!TESTENV_SANITIZED)
-		CU_ASSERT(se.max < 2000.0);
+		CU_ASSERT(se.max < 1000.0);
+	free(bd.gpu);
+	free(bd.bound);
 	for (int x = 0; x < 16; x++)
 		free(t.ts[x]);
 	free(devs);
@@ -328,7 +391,9 @@ int main(int argc, char **argv)
 	char offset[64], ppm[64];
 	snprintf(offset, sizeof(offset), "SPMTAP_EMU_CLOCK_OFFSET=%llu", (unsigned long long)EMU_OFFSET);
 	snprintf(ppm, sizeof(ppm), "SPMTAP_EMU_CLOCK_PPM=%g", EMU_PPM);
-	const char *env[] = { offset, ppm, NULL };
+	/* every 11th GET_CLOCK_COUNTERS call and the 4 after it read BOOTTIME 15 us late */
+	const char *env[] = { offset, ppm, "SPMTAP_EMU_CLOCK_PAIR_DELAY_NS=15000",
+			      "SPMTAP_EMU_CLOCK_PAIR_DELAY_EVERY=11", "SPMTAP_EMU_CLOCK_PAIR_DELAY_RUN=5", NULL };
 	testenv_under_emu(argc, argv, "mi300a", env);
 	snprintf(truth_path, sizeof(truth_path), "%s/sample_truth.bin", testenv_tmpdir());
 	/* The shim reads SPMTAP_EMU_SAMPLE_TRUTH when it is used, so setting it here is enough. */
