@@ -9,7 +9,13 @@
  * (within 10 ns), and its true CLOCK_BOOTTIME adds BOOTTIME - MONOTONIC_RAW,
  * which this test measures itself (both clocks read back to back every 10 ms
  * on its own thread, the tightest of a few reads kept, interpolated linearly).
- * Checked against that truth, within 1 us, with the error reached printed:
+ * GET_CLOCK_COUNTERS is disturbed on purpose (SPMTAP_EMU_CLOCK_PAIR_DELAY_*:
+ * calls 11-15, 22-26, ... read BOOTTIME 15 us after RAW, as a thread
+ * preempted inside the call would; issue 14 item 11), so the collector's
+ * bursts and the timebase's rejection are on the path.
+ * Checked against that truth, within 1 us and within the bound the
+ * timebase states for each segment (also in the SQLite meta), with the
+ * error reached printed:
  *   - every clock pair the session took (~2.5 s of them), mapped through the
  *     session's timebase (session_timebase());
  *   - every SQ_WAVES sample in the SQLite output: sample.host_ns against the
@@ -35,7 +41,8 @@
 
 #define EMU_OFFSET 0x0004000000000000ull /* 2^50 ticks: ~130 days of a 100 MHz clock */
 #define EMU_PPM 100.0
-#define RUN_MS 2500
+#define RUN_MS 2500 /* SPMTAP_TEST_TB_RUN_MS overrides, for longer runs by hand (at most 600000) */
+#define NOFFS 65536 /* 10-ms truth readings: 10 minutes */
 
 static char truth_path[4096];
 
@@ -49,7 +56,7 @@ static int64_t now_ns(clockid_t c)
 /* ---- BOOTTIME - MONOTONIC_RAW, measured ----------------------------------- */
 
 struct offs {
-	int64_t raw[4096], d[4096];
+	int64_t raw[NOFFS], d[NOFFS];
 	size_t n;
 	int64_t widest; /* our own readings' widest BOOTTIME window: the truth's uncertainty is half */
 	pthread_mutex_t lock;
@@ -71,7 +78,7 @@ static void offs_sample(struct offs *o)
 	pthread_mutex_lock(&o->lock);
 	if (best_w > o->widest)
 		o->widest = best_w;
-	if (o->n < 4096) {
+	if (o->n < NOFFS) {
 		o->raw[o->n] = best_raw;
 		o->d[o->n++] = best_d;
 	}
@@ -94,12 +101,18 @@ static double offs_at(const struct offs *o, double r)
 {
 	if (r <= (double)o->raw[0])
 		return (double)o->d[0];
-	for (size_t i = 1; i < o->n; i++)
-		if (r <= (double)o->raw[i]) {
-			double a = (r - (double)o->raw[i - 1]) / (double)(o->raw[i] - o->raw[i - 1]);
-			return (double)o->d[i - 1] + a * (double)(o->d[i] - o->d[i - 1]);
-		}
-	return (double)o->d[o->n - 1];
+	if (r >= (double)o->raw[o->n - 1])
+		return (double)o->d[o->n - 1];
+	size_t lo = 1, hi = o->n - 1; /* the first reading at or after r */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if ((double)o->raw[mid] < r)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	double a = (r - (double)o->raw[lo - 1]) / (double)(o->raw[lo] - o->raw[lo - 1]);
+	return (double)o->d[lo - 1] + a * (double)(o->d[lo] - o->d[lo - 1]);
 }
 
 /* The true BOOTTIME of a GPU tick under the emulator's clock model. */
@@ -242,7 +255,9 @@ static void test_truth(void)
 		fprintf(stderr, "\n%s\n", err);
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	CU_ASSERT_EQUAL_FATAL(session_start(S, err, sizeof(err)), 0);
-	struct timespec run = { RUN_MS / 1000, (RUN_MS % 1000) * 1000000L };
+	const char *rm = getenv("SPMTAP_TEST_TB_RUN_MS");
+	long run_ms = rm && atol(rm) > 0 && atol(rm) <= 600000 ? atol(rm) : RUN_MS;
+	struct timespec run = { run_ms / 1000, (run_ms % 1000) * 1000000L };
 	nanosleep(&run, NULL);
 	rc = session_stop(S, err, sizeof(err));
 	if (rc)
@@ -308,15 +323,15 @@ static void test_truth(void)
 	/* SPMTAP_EMU_CLOCK_PAIR_DELAY_RUN=5 >= the burst of 4 disturbs whole bursts now and then */
 	CU_ASSERT(rejected >= 1);
 	/*
-	 * The emulator reads BOOTTIME ~0.5 us after RAW in GET_CLOCK_COUNTERS
-	 * (emu/shim/kfd_ioctl.c), and the timebase trusts that difference (as it
-	 * must: the kernel's is all it has); so the truth is taken two ways:
+	 * The emulator reads BOOTTIME a little after RAW in GET_CLOCK_COUNTERS
+	 * (emu/shim/kfd_ioctl.c), and the timebase trusts that difference within
+	 * the pair's read window; so the truth is taken two ways:
 	 * "total" uses our own tight BOOTTIME-RAW readings, "net" the pairs'
 	 * (what the timebase can know).  Net isolates the timebase's own error.
 	 */
 	static struct offs po2;
 	memset(&po2, 0, sizeof(po2));
-	for (size_t i = 0; i < np && i < 4096; i++) {
+	for (size_t i = 0; i < np && i < NOFFS; i++) {
 		po2.raw[po2.n] = pp[i].raw;
 		po2.d[po2.n++] = pp[i].host - pp[i].raw;
 	}
@@ -341,6 +356,16 @@ static void test_truth(void)
 	sqlite3 *h = NULL;
 	CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	sqlite3_stmt *q = NULL;
+	/* the bound the outputs carry (meta "timebase", docs/timebase.md "Error bound") is the one checked */
+	CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "select json_extract(value, '$[0].bound_ns'), "
+		"json_array_length(value, '$[0].segments_bound'), json_extract(value, '$[0].pairs_rejected') "
+		"from meta where key = 'timebase'", -1, &q, NULL), SQLITE_OK);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_step(q), SQLITE_ROW);
+	CU_ASSERT_DOUBLE_EQUAL(sqlite3_column_double(q, 0), round(bound), 0.5);
+	CU_ASSERT_EQUAL(sqlite3_column_int64(q, 1), (sqlite3_int64)bd.nseg);
+	CU_ASSERT_EQUAL(sqlite3_column_int64(q, 2), (sqlite3_int64)rejected);
+	sqlite3_finalize(q);
+	q = NULL;
 	CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, "select t.xcc, s.host_ns, s.ticks from sample s "
 		"join metric m on m.id = s.metric_id join stream t on t.id = m.stream_id "
 		"where t.source = 'spm' and m.name = 'SQ_WAVES'", -1, &q, NULL), SQLITE_OK);
