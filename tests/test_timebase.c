@@ -228,9 +228,12 @@ static void test_disturbed_pairs(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct result r;
 		run_model(&m, 10.0, 200.0, true, &cases[i].pg, &r);
+		char ratio[32] = "not a bound: no window";
+		if (cases[i].pg.window)
+			snprintf(ratio, sizeof(ratio), "error/bound %.2f", r.ratio);
 		printf("\n    %s: worst error %.0f ns streaming, %.0f ns after, %zu samples over 1 us; bound "
-		       "%.0f ns (error/bound %.2f); %zu of %d pairs rejected", cases[i].what, r.stream_ns,
-		       r.post_ns, r.over_1us, r.bound_ns, r.ratio, r.rejected, 6000 / cases[i].pg.every);
+		       "%.0f ns (%s); %zu of %d pairs rejected", cases[i].what, r.stream_ns, r.post_ns,
+		       r.over_1us, r.bound_ns, ratio, r.rejected, 6000 / cases[i].pg.every);
 		CU_ASSERT(r.stream_ns < 1000.0);
 		CU_ASSERT(r.post_ns < 1000.0);
 		/* without a measured window the bound knows nothing of the read latency: not checked */
@@ -239,6 +242,53 @@ static void test_disturbed_pairs(void)
 		CU_ASSERT(r.rejected >= (size_t)(6000 / cases[i].pg.every) - 1);
 	}
 	printf("\n");
+}
+
+/*
+ * BOOTTIME steps by 1 s (a suspend, settimeofday): the first pairs after the
+ * step are refused as impossible slews, then the timebase re-anchors; the
+ * segment spanning the step states a bound of about the step, and ticks
+ * after it map exactly again.  A slower machine (every window 5 us from
+ * pair 100 on) is refused only until the median of the windows catches up.
+ */
+static void test_step_and_slower_machine(void)
+{
+	struct timebase *tb;
+	CU_ASSERT_FATAL(tb_create(&tb, NULL) == 0);
+	const int64_t g0 = 1000000000, r0 = 5000000000000, b0 = 7000000000000;
+	int accepted_wide = 0, rejected_step = 0;
+	for (int k = 0; k < 200; k++) {
+		int64_t t = (int64_t)k * 100000000; /* ns */
+		int64_t step = k >= 50 ? 1000000000 : 0, w = k >= 100 ? 5000 : 200;
+		int rc = tb_add_pair_w(tb, (spmtap_gpu_ticks)(g0 + t / 10), r0 + t, b0 + t + step, w);
+		CU_ASSERT(rc == 0 || rc == 1);
+		if (k >= 50 && k < 50 + (int)TB_MAX_CONSEC_REJECT)
+			CU_ASSERT_EQUAL(rc, 1);
+		if (k == 50 + (int)TB_MAX_CONSEC_REJECT)
+			CU_ASSERT_EQUAL(rc, 0);
+		accepted_wide += k >= 100 && rc == 0;
+		rejected_step += k >= 50 && k < 100 && rc == 1;
+		if (k == 50 + (int)TB_MAX_CONSEC_REJECT) {
+			/* streaming, just after the re-anchor: no slew drawn across the step */
+			spmtap_host_ns h;
+			int64_t tt = t + 50000000;
+			CU_ASSERT_EQUAL(tb_map_gpu(tb, (spmtap_gpu_ticks)(g0 + tt / 10), &h), 0);
+			CU_ASSERT(llabs(h - (b0 + tt + 1000000000)) < 1000);
+		}
+	}
+	/* the step: refused 3 times, then taken; the slower windows: refused until the median moves */
+	size_t rej = tb_nrejected(tb);
+	printf("\n    1 s step at pair 50, 5 us windows from pair 100: %zu pairs rejected, %d of the 100 "
+	       "wide ones used, worst bound %.0f ns\n", rej, accepted_wide, tb_bound(tb));
+	CU_ASSERT_EQUAL(rejected_step, (int)TB_MAX_CONSEC_REJECT);
+	CU_ASSERT(rej <= TB_MAX_CONSEC_REJECT + 16);
+	CU_ASSERT(accepted_wide >= 90);
+	CU_ASSERT(tb_bound(tb) >= 1e9 * 0.9);
+	spmtap_host_ns h;
+	int64_t t = 150 * 100000000LL + 50000000;
+	CU_ASSERT_EQUAL(tb_map_gpu(tb, (spmtap_gpu_ticks)(g0 + t / 10), &h), 0);
+	CU_ASSERT(llabs(h - (b0 + t + 1000000000)) < 1000);
+	tb_free(tb);
 }
 
 static void test_pairs_order_and_empty(void)
@@ -281,6 +331,7 @@ int main(int argc, char **argv)
 		{ "timebase/drift_offset_10min", test_drift_offset_10min, NULL },
 		{ "timebase/host_slew", test_host_slew, NULL },
 		{ "timebase/disturbed_pairs", test_disturbed_pairs, NULL },
+		{ "timebase/step_and_slower_machine", test_step_and_slower_machine, NULL },
 		{ "timebase/pairs_order_and_empty", test_pairs_order_and_empty, NULL },
 		{ "timebase/spm_clock_scaling", test_spm_clock_scaling, NULL },
 		{ NULL, NULL, NULL },

@@ -20,6 +20,8 @@ struct timebase {
 	int64_t win[16];
 	size_t nwin;
 	size_t nrejected, consec_rejected;
+	/* the latest pair taken by re-anchoring: no slew is drawn across it */
+	size_t anchor;
 };
 
 int tb_create(struct timebase **out, const struct tb_opts *opts)
@@ -155,10 +157,10 @@ static int disturbed(const struct timebase *tb, int64_t raw, int64_t boot, int64
 	long double d = (long double)(boot - raw), da = (long double)(a->host - a->raw);
 	if (fabsl(d - da) > TB_MAX_SLEW_PPM * 1e-6L * dr + (long double)(w + a->window_ns))
 		return TB_SLEW;
-	if (n < 2)
+	if (n < 2 || n - 1 <= tb->anchor)
 		return TB_OK;
 	size_t kb = n - 2; /* the slew's baseline, as boot_minus_raw extrapolates it */
-	while (kb > 0 && a->raw - tb->pairs[kb].raw < TB_SLEW_BASE_NS)
+	while (kb > tb->anchor && a->raw - tb->pairs[kb].raw < TB_SLEW_BASE_NS)
 		kb--;
 	const struct tb_pair *b = &tb->pairs[kb];
 	long double span = (long double)(a->raw - b->raw);
@@ -212,6 +214,8 @@ int tb_add_pair_w(struct timebase *tb, spmtap_gpu_ticks gpu, int64_t raw_ns, spm
 		tb->consec_rejected += bad == TB_SLEW;
 		return 1;
 	}
+	if (bad == TB_SLEW)
+		tb->anchor = tb->npairs;
 	tb->consec_rejected = 0;
 	/* What a streaming writer mapped the ticks after the last pair with: extrapolated. */
 	double stream_err = 0;
@@ -294,8 +298,11 @@ static long double boot_minus_raw(const struct timebase *tb, long double r)
 		 * milliseconds apart before a run would turn their read noise into
 		 * a slope error of tens of ppm.
 		 */
-		while (k0 > 0 && p[k + 1].raw - p[k0].raw < TB_SLEW_BASE_NS)
+		while (k0 > tb->anchor && p[k + 1].raw - p[k0].raw < TB_SLEW_BASE_NS)
 			k0--;
+		/* just re-anchored after a step: no slew known on this side of it yet */
+		if (k + 1 <= tb->anchor)
+			return (long double)(p[n - 1].host - p[n - 1].raw);
 	}
 	long double d0 = (long double)(p[k0].host - p[k0].raw);
 	long double d1 = (long double)(p[k + 1].host - p[k + 1].raw);
