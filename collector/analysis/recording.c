@@ -115,8 +115,11 @@ int rec_note(struct recording *r, const char *fmt, ...)
 const char *rec_count(char *buf, size_t len, long long v)
 {
 	char digits[32];
-	int n = snprintf(digits, sizeof(digits), "%lld", v < 0 ? -v : v);
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	int n = snprintf(digits, sizeof(digits), "%llu", u);
 	size_t o = 0;
+	if (!len)
+		return buf;
 	if (v < 0 && o + 1 < len)
 		buf[o++] = '-';
 	for (int i = 0; i < n && o + 1 < len; i++) {
@@ -124,7 +127,7 @@ const char *rec_count(char *buf, size_t len, long long v)
 		if ((n - i - 1) % 3 == 0 && i + 1 < n && o + 1 < len)
 			buf[o++] = ',';
 	}
-	buf[o < len ? o : len - 1] = 0;
+	buf[o] = 0;
 	return buf;
 }
 

@@ -63,6 +63,10 @@ int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *e
 		}
 		nrows += g->smi.n;
 	}
+	if (!ntc && rec_smi_requested(r))
+		return spmtap_seterr(err, errlen, ENOENT,
+				     "%s holds no power or energy readings although the recording asked for them",
+				     r->base);
 	if (!ntc)
 		return spmtap_seterr(err, errlen, ENOENT,
 				     "%s has no power or energy series (record with --smi power,energy)", r->base);

@@ -190,7 +190,8 @@ static int recording_trace(const char *cmd, struct ana_in *in)
 		/* not the user's doing when the recording asked for sensors (a killed run, a cut file) */
 		if (rec_smi_requested(in->rec))
 			fprintf(stderr, "spmtap %s: note: %s holds no power or energy readings although the recording "
-				"asked for them (see the notes above)\n", cmd, in->rec->base);
+				"asked for them%s\n", cmd, in->rec->base,
+				in->rec->truth.nnotes ? " (see the notes above)" : "");
 		else
 			fprintf(stderr, "spmtap %s: note: %s has no power or energy series (record with --smi "
 				"power,energy)\n", cmd, in->rec->base);
