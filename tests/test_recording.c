@@ -350,6 +350,8 @@ static void perfetto_only(void)
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, "ui.perfetto.dev"));
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, "record with -f csv or -f sqlite"));
 	}
+	/* with its metadata beside it, but no CSV or SQLite data: still only a Perfetto trace */
+	put_meta("pf", "run_meta.json", meta(3, 3, 1, 3, 3));
 	CU_ASSERT_EQUAL(spmtap("report", path("pf"), NULL, NULL, NULL), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("cli.err")), "ui.perfetto.dev"));
 	CU_ASSERT_PTR_NULL(strstr(tf_peek(path("cli.err")), "no recording here"));

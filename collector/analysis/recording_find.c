@@ -84,8 +84,9 @@ void rec_src_free(struct rec_src *src)
 
 /*
  * The files of base "DIR/NAME".  CSV when there is a metadata file and a
- * CSV of data (or no SQLite file to read instead); SQLite when there is a
- * .db and no CSV, or when want_db (the .db was named).
+ * CSV of data; SQLite when there is a .db and no CSV, or when want_db (the
+ * .db was named); a Perfetto trace alone is refused; metadata alone is a
+ * recording without rows.
  */
 static int files_of(const char *base, bool want_db, struct rec_src *src, char *err, size_t errlen)
 {
@@ -96,13 +97,16 @@ static int files_of(const char *base, bool want_db, struct rec_src *src, char *e
 	    (rc = locate(base, "_smi.csv", &src->smi)) || (rc = locate(base, "_phases.csv", &src->phases)) ||
 	    (rc = locate(base, ".db", &src->db)))
 		return spmtap_seterr(err, errlen, -rc, "%s: %s", base, strerror(-rc));
-	bool csv = src->meta.path && (src->spm.path || src->smi.path || !src->db.path);
+	bool csv = src->meta.path && (src->spm.path || src->smi.path);
 	src->sqlite = src->db.path && (want_db || !csv);
 	if (src->sqlite || csv)
 		return 0;
 	struct rec_file pf;
 	if ((rc = locate(base, ".pftrace", &pf)))
 		return spmtap_seterr(err, errlen, -rc, "%s: %s", base, strerror(-rc));
+	/* metadata and a Perfetto trace but no data the analysis reads: the trace is all there is */
+	if (src->meta.path && !pf.path)
+		return 0;
 	if (pf.path) {
 		rc = spmtap_seterr(err, errlen, EPROTONOSUPPORT,
 				   "%s is a Perfetto trace, which the analysis does not read: open it in "
