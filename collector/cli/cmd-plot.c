@@ -21,7 +21,7 @@
 const char cmd_plot_usage[] =
 	"usage: spmtap plot RECORDING -o FILE.{svg,png,pdf} [--phase NAME]... [--size WxH]\n"
 	"\n"
-	"Draw a recording (record -d DIR -f csv): one figure per GPU with its SPM\n"
+	"Draw a recording (record -d DIR -f csv or sqlite): one figure per GPU, SPM\n"
 	"counters as rates (per ms, summed over the XCCs), each in its own panel,\n"
 	"and its power below (derived from the energy counter, and as the sensors\n"
 	"report it) on one time axis; the phases shaded and each power signal's\n"
