@@ -229,16 +229,20 @@ int rec_check_truth(struct recording *r, const struct rec_src *src)
 				rc = rec_note(r, "%s, where the metadata says %s has %s rows%s", missing, what,
 					      rec_count(b, sizeof(b), expected),
 					      done ? ": the recording is truncated" : "");
+			else if (done)
+				rc = rec_note(r, "%s has %s rows of %s where the metadata says %s: the file is truncated",
+					      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
 			else
-				rc = rec_note(r, "%s has %s rows of %s where the metadata says %s%s", file,
-					      rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected),
-					      done ? ": the file is truncated" : " (it was written during the run)");
+				rc = rec_note(r, "%s has %s rows of %s; the metadata, last written during the run, says %s",
+					      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
+		} else if (done) {
+			r->truth.inconsistent = true;
+			rc = rec_note(r, "%s has %s rows of %s where the metadata says only %s: the file and its "
+					 "metadata disagree",
+				      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
 		} else {
-			if (done)
-				r->truth.inconsistent = true;
-			rc = rec_note(r, "%s has %s rows of %s where the metadata says only %s%s", file,
-				      rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected),
-				      done ? ": the file and its metadata disagree" : " (it was written during the run)");
+			rc = rec_note(r, "%s has %s rows of %s; the metadata, last written during the run, says %s",
+				      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
 		}
 		if (rc)
 			return rc;
