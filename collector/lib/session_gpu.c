@@ -16,6 +16,50 @@
 #include "spm/plan.h"
 #include "spm/submit.h"
 
+/* Each warning line of spm_plan_warnings as its own log line. */
+static void warn_lines(const char *label, char *text)
+{
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		pr_warn("record", "%s: %s", label, l);
+}
+
+/*
+ * Before touching SPM: counters this plan will saturate (per GPU), and, at
+ * the last GPU, a data rate of all GPUs together above what the collector is
+ * known to sustain with the chosen formats (spm/plan.h, docs/bench.md).
+ */
+static void plan_warnings(struct session *S, struct sgpu *g, enum spm_gfx gfx, const char *label)
+{
+	double sustained = SPM_SUSTAINED_MBS_CSV;
+	for (size_t k = 0; k < S->o.nformats; k++)
+		if (S->o.formats[k] && !strcmp(S->o.formats[k]->name, "sqlite"))
+			sustained = SPM_SUSTAINED_MBS_SQLITE;
+	char text[4096];
+	/* Saturation only: the rate is judged for the machine below. */
+	if (spm_plan_warnings(g->plan, spm_gfx_sclk_ghz(gfx), 1e300, text, sizeof(text)))
+		warn_lines(label, text);
+	if (g != &S->g[S->ng - 1])
+		return;
+	double mbs = 0;
+	for (size_t i = 0; i < S->ng; i++) {
+		enum spm_gfx f;
+		if (S->g[i].plan && spm_gfx_parse(S->g[i].dev->gfx, &f, NULL, 0) == 0)
+			mbs += spm_plan_mbs(S->g[i].plan, spm_gfx_sclk_ghz(f));
+	}
+	if (S->ng == 1) {
+		/* One GPU: its own sentence names the interval that keeps under the estimate. */
+		if (spm_plan_warnings(g->plan, spm_gfx_sclk_ghz(gfx), sustained, text, sizeof(text))) {
+			char *rate = strstr(text, "the data rate");
+			if (rate)
+				warn_lines(label, rate);
+		}
+	} else if (mbs > sustained) {
+		pr_warn("record", "the data rate of the %zu GPUs, %.1f MB/s at their assumed peak SCLK, "
+			"exceeds the %.0f MB/s this collector is known to sustain (docs/bench.md): expect "
+			"lost samples; a longer --interval or fewer counters lowers it", S->ng, mbs, sustained);
+	}
+}
+
 /* The counters' plan, layout and PM4 programs: everything decided before touching SPM. */
 static int gpu_plan(struct session *S, struct sgpu *g, const char *label, char *err, size_t errlen)
 {
@@ -34,6 +78,7 @@ static int gpu_plan(struct session *S, struct sgpu *g, const char *label, char *
 	if (rc < 0)
 		return spmtap_seterr(err, errlen, rc == -ENOMEM ? ENOMEM : EINVAL, "%s: %s", label,
 				     e[0] ? e : spmtap_strerror(rc));
+	plan_warnings(S, g, gfx, label);
 	g->layout_text = spm_plan_layout_dumps(g->plan);
 	if (!g->layout_text)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
