@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collector/lib/aggregate.h"
 #include "collector/lib/decode_thread.h"
@@ -28,6 +29,8 @@ struct dthr {
 	struct agg *agg;
 	uint32_t sample_bytes;
 	struct dthr_xcc x[DEC_MAX_XCC];
+	atomic_uint_least64_t *sat;     /* [xcc * ncols + col]: saturated output cells (read live) */
+	uint32_t ncols;
 	bool loss_next[DEC_MAX_XCC]; /* the previous part was flagged: this one may not continue it */
 
 	struct feeder *f;
@@ -46,6 +49,41 @@ static int fail(struct dthr *t, int rc, const char *what)
 	}
 	atomic_store(&t->failed, true);
 	return t->error;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * After aggregation: count the saturated cells a writer will show empty,
+ * per XCC and output column (the summary and the accounting's "saturated"),
+ * and time the sink, which blocks while the writer's queue is full.
+ */
+static int count_sink(void *user, const struct dec_chunk *c)
+{
+	struct dthr *t = user;
+	if (t->sat && c->xcc < t->o.shape.nstreams && c->saturated) {
+		uint32_t words = (c->nsamples + 63) / 64;
+		for (uint32_t k = 0; k < c->ncols && k < t->ncols; k++) {
+			uint64_t n = 0;
+			for (uint32_t w = 0; w < words; w++)
+				n += (uint64_t)__builtin_popcountll(c->saturated[k][w]);
+			if (n)
+				atomic_fetch_add_explicit(&t->sat[(size_t)c->xcc * t->ncols + k], n,
+							  memory_order_relaxed);
+		}
+	}
+	if (!t->o.sink)
+		return 0;
+	uint64_t t0 = mono_ns();
+	int rc = t->o.sink(t->o.sink_user, c);
+	if (c->xcc < DEC_MAX_XCC)
+		t->x[c->xcc].sink_wait_ns += mono_ns() - t0;
+	return rc;
 }
 
 /* The aggregator needs the decoder's columns, so it exists only after dec_open. */
@@ -82,7 +120,13 @@ int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t er
 	int rc = dec_open(o->layout, o->shape.nstreams, &dopts, to_agg, t, &t->dec, err, errlen);
 	if (rc == 0)
 		rc = agg_open(dec_columns(t->dec), dec_ncols(t->dec), o->requests, o->nreq,
-			      o->per_instance, o->sink, o->sink_user, &t->agg, err, errlen);
+			      o->per_instance, count_sink, t, &t->agg, err, errlen);
+	if (rc == 0) {
+		t->ncols = agg_ncols(t->agg);
+		t->sat = calloc((size_t)o->shape.nstreams * (t->ncols ? t->ncols : 1), sizeof(*t->sat));
+		if (!t->sat)
+			rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+	}
 	if (rc < 0) {
 		dthr_close(t);
 		return rc;
@@ -239,10 +283,18 @@ uint64_t dthr_lost_live(const struct dthr *t)
 	return atomic_load(&((struct dthr *)t)->lost_live);
 }
 
+uint64_t dthr_saturated(const struct dthr *t, uint32_t xcc, uint32_t col)
+{
+	if (!t->sat || xcc >= t->o.shape.nstreams || col >= t->ncols)
+		return 0;
+	return atomic_load_explicit(&t->sat[(size_t)xcc * t->ncols + col], memory_order_relaxed);
+}
+
 void dthr_close(struct dthr *t)
 {
 	if (!t)
 		return;
+	free(t->sat);
 	if (t->started)
 		pthread_join(t->tid, NULL);
 	dec_close(t->dec);

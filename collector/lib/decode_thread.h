@@ -69,6 +69,7 @@ struct dthr_xcc {
 	uint64_t parts;
 	uint64_t loss_parts;          /* parts the kernel flagged */
 	uint64_t bad_parts;           /* parts whose framing could not be trusted */
+	uint64_t sink_wait_ns;        /* time the sink held the thread (a full queue): the writer's delay */
 };
 
 int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t errlen);
@@ -96,6 +97,8 @@ int dthr_stats(const struct dthr *t, uint32_t xcc, struct dthr_xcc *out);
 uint32_t dthr_sample_bytes(const struct dthr *t);
 /* Samples lost so far over every XCC (the decoder's count), cheap from any thread. */
 uint64_t dthr_lost_live(const struct dthr *t);
+/* Saturated cells of output column col in XCC xcc's rows so far (what a CSV shows empty). */
+uint64_t dthr_saturated(const struct dthr *t, uint32_t xcc, uint32_t col);
 void dthr_close(struct dthr *t);
 
 #endif

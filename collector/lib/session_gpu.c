@@ -163,6 +163,35 @@ int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
 	return 0;
 }
 
+/* "power_cur, energy" for the metrics in mask. */
+static void smi_names(uint32_t mask, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = 0;
+	for (int m = 0; m < SMI_M_COUNT && off < len; m++)
+		if (mask & SMI_M_BIT(m))
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "",
+						smi_metric_name((enum smi_metric)m));
+}
+
+/* What the GPU has of the same kind as each missing metric: power for power, and so on. */
+static uint32_t smi_alternatives(uint32_t missing, uint32_t has)
+{
+	static const uint32_t kinds[] = {
+		SMI_M_BIT(SMI_M_POWER_AVG) | SMI_M_BIT(SMI_M_POWER_CUR),
+		SMI_M_BIT(SMI_M_TEMP_EDGE) | SMI_M_BIT(SMI_M_TEMP_HOTSPOT) | SMI_M_BIT(SMI_M_TEMP_MEM) |
+			SMI_M_BIT(SMI_M_TEMP_VRSOC),
+		SMI_M_BIT(SMI_M_GFX_ACTIVITY) | SMI_M_BIT(SMI_M_UMC_ACTIVITY) | SMI_M_BIT(SMI_M_MM_ACTIVITY),
+		SMI_M_BIT(SMI_M_GFXCLK) | SMI_M_BIT(SMI_M_SOCCLK) | SMI_M_BIT(SMI_M_UCLK),
+		SMI_M_BIT(SMI_M_ENERGY),
+	};
+	uint32_t out = 0;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		if (missing & kinds[k])
+			out |= has & kinds[k];
+	return out;
+}
+
 int ses_gpu_smi(struct session *S, struct sgpu *g)
 {
 	const struct session_opts *o = &S->o;
@@ -178,16 +207,26 @@ int ses_gpu_smi(struct session *S, struct sgpu *g)
 		return 0;
 	}
 	uint32_t m = o->smi_metrics & g->probe.metrics;
-	if (!m) {
-		snprintf(g->smi_note, sizeof(g->smi_note),
-			 "GPU %u: %s exposes none of the requested sensors", g->dev->index,
-			 g->probe.ops->name);
-		pr_warn("session", "%s", g->smi_note);
-		return 0;
+	if (m != o->smi_metrics) {
+		/* Name what is missing and what the GPU has instead, so the fix is one flag away. */
+		char miss[256], has[256], try[256];
+		smi_names(o->smi_metrics & ~g->probe.metrics, miss, sizeof(miss));
+		smi_names(g->probe.metrics, has, sizeof(has));
+		smi_names(smi_alternatives(o->smi_metrics & ~g->probe.metrics, g->probe.metrics), try,
+			  sizeof(try));
+		snprintf(g->smi_note, sizeof(g->smi_note), "GPU %u has no %s (%s); it has %s%s%s",
+			 g->dev->index, miss, g->probe.ops->name, has[0] ? has : "no sensor",
+			 try[0] ? ": try --smi " : "", try);
+		/* Nothing at all would be recorded for this GPU: refuse (the note is the error). */
+		if (!m && !o->ncounters)
+			return -ENODATA;
+		if (!m)
+			pr_warn("record", "%s; recording its counters without sensors", g->smi_note);
+		else
+			pr_info("record", "%s", g->smi_note);
+		if (!m)
+			return 0;
 	}
-	if (m != o->smi_metrics)
-		snprintf(g->smi_note, sizeof(g->smi_note), "GPU %u: some requested sensors are not exposed by %s",
-			 g->dev->index, g->probe.ops->name);
 	struct smi_sampler_opts so = {
 		.ops = g->probe.ops, .src = g->probe.inst, .metrics = m,
 		.ts_domain = g->probe.src[g->probe.selected].ts_domain,
@@ -208,6 +247,8 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	st->nxcc = g->nstreams;
 	st->ncols = g->dt ? dthr_ncols(g->dt) : 0;
 	st->sample_size = g->dt ? dthr_sample_bytes(g->dt) : 0;
+	st->plan = g->plan;
+	st->interval = g->plan ? g->plan->interval : 0;
 	uint64_t fed = 0;
 	uint32_t sb = g->dt ? dthr_sample_bytes(g->dt) : 0;
 	for (uint32_t x = 0; x < g->nstreams && x < 16; x++) {
@@ -227,6 +268,7 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		a->gaps = s.dec.gaps;
 		a->resyncs = s.resyncs;
 		a->regions = s.parts;
+		st->sink_wait_ns += s.sink_wait_ns;
 		fed += a->bytes;
 	}
 	if (g->have_fs) {
@@ -259,6 +301,16 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	double hz;
 	tb_rate(g->tb, &hz, &st->tb_ppm);
 	return 0;
+}
+
+const char *session_gpu_column(const struct session *S, size_t i, uint32_t col, uint32_t xcc,
+			       uint64_t *saturated)
+{
+	*saturated = 0;
+	if (i >= S->ng || !S->g[i].dt || col >= dthr_ncols(S->g[i].dt))
+		return NULL;
+	*saturated = dthr_saturated(S->g[i].dt, xcc, col);
+	return dthr_columns(S->g[i].dt)[col].name;
 }
 
 void ses_gpu_free(struct sgpu *g)
