@@ -16,7 +16,9 @@
  *  - smi_missing: a sensor the GPU does not have is named with what it has
  *    and the --smi to use; a run that would record nothing is refused;
  *  - smi_deadlines: missed sensor deadlines are in the summary, equal to
- *    the meta's, with a slow emulated sensor read that forces misses.
+ *    the meta's, with a slow emulated sensor read that forces misses;
+ *  - rate_warning_cli: a data rate above the documented estimate is warned
+ *    about (docs/bench.md "Data-rate estimate").
  *
  * No wall-clock bound: runs are short (--duration 0.5..2.5) and the only
  * timing-dependent outcome (loss on a loaded machine) is checked for
@@ -54,15 +56,17 @@ static const char *path(const char *name)
 	return buf[k];
 }
 
-/* spmtap --emulate PROFILE ARGS with stderr into DIR.err; the exit status and stderr's text. */
+/* spmtap --emulate PROFILE ARGS, stdout/stderr into DIR.out/.err; the exit status and stderr's text. */
 static int record(const char *profile, const char *dir, const char *const *args, const char *const *env,
 		  char **err)
 {
 	const char *pre[] = { "--emulate", profile, NULL };
-	char errf[4096], state[4096];
+	char errf[4096], outf[4096], state[4096];
 	snprintf(errf, sizeof(errf), "%s.err", path(dir));
+	snprintf(outf, sizeof(outf), "%s.out", path(dir));
 	snprintf(state, sizeof(state), "%s.state", path(dir));
-	int st = tp_wait(tp_spawn_spmtap(pre, args, state, &(struct tp_opts){ .env = env, .err = errf }));
+	int st = tp_wait(tp_spawn_spmtap(pre, args, state,
+					 &(struct tp_opts){ .env = env, .err = errf, .out = outf }));
 	*err = tf_text(errf);
 	if (!*err)
 		*err = strdup("");
@@ -313,6 +317,26 @@ static void test_smi_deadlines(void)
 	free(err);
 }
 
+/*
+ * `plan --interval 32` on an MI300X promised 201,600 MB/s without a word;
+ * now plan warns (exit 0) and names the estimate and a longer interval, and
+ * record says the same before it starts (the same spm_plan_warnings).
+ */
+static void test_rate_warning_cli(void)
+{
+	const char *args[] = { "plan", "--spm", "SQ_WAVES,SQ_CYCLES,TCC_HIT", "--interval", "32", NULL };
+	char *err;
+	CU_ASSERT_EQUAL(record("mi300x", "plan32", args, NULL, &err), 0);
+	HAS(err, "spmtap plan: warning: the data rate, 201600.0 MB/s");
+	HAS(err, "exceeds the 300 MB/s this collector is known to sustain");
+	HAS(err, "--interval 21504 or longer");
+	free(err);
+	const char *ok[] = { "plan", "--spm", "SQ_WAVES,SQ_CYCLES,TCC_HIT", "--interval", "32736", NULL };
+	CU_ASSERT_EQUAL(record("mi300x", "plan32736", ok, NULL, &err), 0);
+	HASNT(err, "warning");
+	free(err);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -322,6 +346,7 @@ int main(int argc, char **argv)
 		{ "summary/verdict_writer_stall", test_verdict_writer_stall, need_emulator },
 		{ "summary/smi_missing", test_smi_missing, need_emulator },
 		{ "summary/smi_deadlines", test_smi_deadlines, need_emulator },
+		{ "summary/rate_warning_cli", test_rate_warning_cli, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	/* Only for testenv_tmpdir(): every spmtap run sets up its own emulator with --emulate. */
