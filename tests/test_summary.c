@@ -259,17 +259,35 @@ static void test_verdict_lossless(void)
 	free(err);
 }
 
+/*
+ * The reason follows the accounting: the writer when the decode thread waited
+ * on the full output queue (output_queue_wait_s, at least 5 % of the run and
+ * 0.1 s) and polls found no free buffer.  A 2.5 s writer stall makes it so on
+ * an idle machine; on a loaded one the decoder may fall behind first, so the
+ * reason is checked against the accounting, not assumed.
+ */
 static void test_verdict_writer_stall(void)
 {
-	const char *args[] = { "record", "--spm", "SQ_WAVES", "--duration", "2.5", "-d", path("stall"), NULL };
-	const char *env[] = { "SPMTAP_WRITER_STALL=200:1500", NULL };
+	const char *args[] = { "record", "--spm", "SQ_WAVES", "--duration", "3", "-d", path("stall"), NULL };
+	const char *env[] = { "SPMTAP_WRITER_STALL=200:2500", NULL };
 	char *err;
 	CU_ASSERT_EQUAL(record("mi300a", "stall", args, env, &err), 0);
 	json_t *m = meta_of("stall");
+	json_t *a = json_array_get(json_object_get(m, "accounting"), 0);
+	double wait = json_real_value(json_object_get(a, "output_queue_wait_s"));
+	uint64_t overrun = (uint64_t)json_integer_value(json_object_get(a, "overrun_polls"));
+	printf("\n    output queue full %.2f s, %" PRIu64 " overrun polls ", wait, overrun);
+	CU_ASSERT(wait > 0.1); /* the stall did block the decode thread */
 	CU_ASSERT(acc_sum(m, "lost_gap_samples") > 0);
 	check_verdict(err, m);
-	HAS(err, "because the writer fell behind");
-	HAS(err, "try a faster disk");
+	if (overrun && wait >= 0.15) {
+		HAS(err, "because the writer fell behind");
+		HAS(err, "try a faster disk");
+	} else if (overrun) {
+		HAS(err, "because the decoder fell behind");
+	}
+	if (!strstr(err, "because the writer fell behind"))
+		fprintf(stderr, "\n%s\n", err);
 	json_decref(m);
 	free(err);
 }
