@@ -30,6 +30,11 @@ static void verdict(const char *who, const struct session_gpu_stats *st, double 
 		flags += st->xcc[k].loss_flags;
 		resync += st->xcc[k].resync_bytes;
 	}
+	if (!samples && !lost) {
+		/* Nothing decoded is no proof of nothing lost: say what is known. */
+		fprintf(stderr, "spmtap record: WARNING: %sno SPM sample was recorded\n", who);
+		return;
+	}
 	if (!lost && !resync) {
 		fprintf(stderr, "spmtap record: %slossless: %" PRIu64 " samples, none missing\n", who, samples);
 		/* Gen B flags a region that filled while its ring kept the data: not a loss. */
