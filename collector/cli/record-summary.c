@@ -56,10 +56,10 @@ static void verdict(const char *who, const struct session_gpu_stats *st, double 
 			 st->polls);
 		snprintf(fix, sizeof(fix), "a longer --interval, fewer counters, or more --buffers");
 	} else if (lost) {
-		snprintf(why, sizeof(why), "the kernel's ring overflowed (%" PRIu64 " region(s) flagged) "
-			 "while spmtap kept up", flags);
+		snprintf(why, sizeof(why), "the kernel could not hold the data between two polls (%" PRIu64
+			 " region(s) flagged; a free buffer was always ready)", flags);
 		snprintf(fix, sizeof(fix), "a longer --interval or fewer counters (a lower data rate), "
-			 "or a larger --buffer-size");
+			 "a larger --buffer-size, or a less loaded CPU (the poll thread ran late)");
 	} else {
 		snprintf(why, sizeof(why), "%" PRIu64 " bytes of cut samples were dropped at resync", resync);
 		snprintf(fix, sizeof(fix), "a longer --interval or fewer counters");
