@@ -9,7 +9,8 @@
  *    and no empty cell, and one step longer (the default 32768) gives some;
  *    the warning comes before the run, the count after it, and
  *    accounting[g].xcc[x].saturated equals the empty cells of the CSV;
- *  - verdict_lossless / verdict_writer_stall: "lossless" and no DATA LOSS
+ *  - verdict_lossless / verdict_writer_stall / verdict_kernel_drop:
+ *    "lossless" and no DATA LOSS
  *    when the timestamps show nothing missing (kernel flags or not), and
  *    "lost N of M samples (x.y %) because the writer fell behind; try ..."
  *    with N and M from the meta's accounting when the writer stalls;
@@ -292,6 +293,24 @@ static void test_verdict_writer_stall(void)
 	free(err);
 }
 
+/* Lines dropped inside the emulated kernel (flagged as a ring stall would be): the kernel-side reason. */
+static void test_verdict_kernel_drop(void)
+{
+	const char *args[] = { "record", "--spm", "SQ_WAVES", "--duration", "1", "-d", path("drop"), NULL };
+	const char *env[] = { "SPMTAP_EMU_INJECT_DROP=300:1000000", NULL };
+	char *err;
+	CU_ASSERT_EQUAL(record("mi300a", "drop", args, env, &err), 0);
+	json_t *m = meta_of("drop");
+	json_t *a = json_array_get(json_object_get(m, "accounting"), 0);
+	uint64_t overrun = (uint64_t)json_integer_value(json_object_get(a, "overrun_polls"));
+	CU_ASSERT(acc_sum(m, "lost_gap_samples") > 0);
+	check_verdict(err, m);
+	if (!overrun)
+		HAS(err, "because the kernel could not hold the data between two polls");
+	json_decref(m);
+	free(err);
+}
+
 /* Before: "gpu_metrics exposes none of the requested sensors", nothing recorded, exit 0. */
 static void test_smi_missing(void)
 {
@@ -362,6 +381,7 @@ int main(int argc, char **argv)
 		{ "summary/saturation_tight_mi250x", test_saturation_tight_mi250x, need_emulator },
 		{ "summary/verdict_lossless", test_verdict_lossless, need_emulator },
 		{ "summary/verdict_writer_stall", test_verdict_writer_stall, need_emulator },
+		{ "summary/verdict_kernel_drop", test_verdict_kernel_drop, need_emulator },
 		{ "summary/smi_missing", test_smi_missing, need_emulator },
 		{ "summary/smi_deadlines", test_smi_deadlines, need_emulator },
 		{ "summary/rate_warning_cli", test_rate_warning_cli, need_emulator },
