@@ -19,7 +19,9 @@
  *  - smi_deadlines: missed sensor deadlines are in the summary, equal to
  *    the meta's, with a slow emulated sensor read that forces misses;
  *  - rate_warning_cli: a data rate above the documented estimate is warned
- *    about (docs/bench.md "Data-rate estimate").
+ *    about (docs/bench.md "Data-rate estimate");
+ *  - observed_estimate: for a counter without a catalog peak, the interval
+ *    estimated from the observed values against a synthetic truth.
  *
  * No wall-clock bound: runs are short (--duration 0.5..2.5) and the only
  * timing-dependent outcome (loss on a loaded machine) is checked for
@@ -34,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/lib/decode_thread.h"
 #include "files.h"
 #include "proc.h"
 #include "testenv.h"
@@ -374,6 +377,38 @@ static void test_rate_warning_cli(void)
 	free(err);
 }
 
+/*
+ * The estimate for counters without a catalog peak, against a known truth:
+ * per-sample counts uniform in [0.8, 1.2] x 65535 at interval 32768 (the
+ * top 50 % saturate).  The estimate mirrors the observed top above the
+ * limit, so it finds the true peak (1.2 x 65535) within one histogram bin and
+ * only ever above it: the interval it names would have avoided every
+ * saturated value, and is within 2 % of the longest one that would.
+ */
+static void test_observed_estimate(void)
+{
+	enum { BINS = 64, N = 100000 };
+	uint64_t hist[BINS] = { 0 }, sat = 0;
+	const double L = 65535.0, lo = 0.8 * L, hi = 1.2 * L;
+	for (int k = 0; k < N; k++) {
+		double v = lo + (hi - lo) * (k + 0.5) / N;
+		if (v >= L)
+			sat++;
+		else
+			hist[(int)(v * BINS / L)]++;
+	}
+	uint32_t iv = dthr_saturation_interval_of(hist, BINS, sat, 32768);
+	double exact = 32768 * 65534.0 / hi; /* the longest interval keeping the peak below the limit */
+	printf("\n    uniform 0.8..1.2 x limit at 32768: estimate %u, exact %.0f ", iv, exact);
+	CU_ASSERT_EQUAL(iv % 32, 0);
+	CU_ASSERT(iv <= exact);              /* would have avoided it */
+	CU_ASSERT(iv >= 0.98 * exact - 32);  /* and is not needlessly short */
+	/* no saturation: nothing to say; more saturated than not: at least halve */
+	CU_ASSERT_EQUAL(dthr_saturation_interval_of(hist, BINS, 0, 32768), 0);
+	uint64_t few[BINS] = { [BINS - 1] = 10 };
+	CU_ASSERT(dthr_saturation_interval_of(few, BINS, 1000, 32768) <= 16384);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -385,6 +420,7 @@ int main(int argc, char **argv)
 		{ "summary/smi_missing", test_smi_missing, need_emulator },
 		{ "summary/smi_deadlines", test_smi_deadlines, need_emulator },
 		{ "summary/rate_warning_cli", test_rate_warning_cli, need_emulator },
+		{ "summary/observed_estimate", test_observed_estimate, NULL },
 		{ NULL, NULL, NULL },
 	};
 	/* Only for testenv_tmpdir(): every spmtap run sets up its own emulator with --emulate. */

@@ -82,8 +82,8 @@ static const struct spm_counter *column_counter(const struct spm_plan *p, const 
 
 /*
  * Saturated cells per counter, and the interval that would have avoided
- * them: the catalog's peak where it has one; otherwise from what was seen,
- * a value at the slot's limit (its true size unknown), with 25 % headroom.
+ * them: the catalog's peak where it has one; otherwise estimated from the
+ * observed values (decode_thread.c, dthr_saturation_interval).
  */
 static void saturation(struct session *S, size_t i, const char *who, const struct session_gpu_stats *st)
 {
@@ -110,14 +110,24 @@ static void saturation(struct session *S, size_t i, const char *who, const struc
 			safe = spm_saturation_safe_interval(peak, width, SPM_INTERVAL_STEP, SPM_INTERVAL_MAX);
 			snprintf(advice, sizeof(advice), "%s; --interval %u or shorter avoids it", pwhy, safe);
 		} else {
+			char base[96];
+			snprintf(base, sizeof(base), "%s", name);
+			base[strcspn(base, "[")] = 0;
 			double limit = width >= 32 ? 4294967295.0 : (double)((1u << width) - 1u);
-			safe = (uint32_t)((double)iv / 1.25);
-			safe -= safe % SPM_INTERVAL_STEP;
+			safe = session_gpu_saturation_interval(S, i, base);
+			const char *how = "from the observed values: the top of their distribution mirrored "
+					  "above the limit";
+			if (!safe) {
+				/* Not observed (a 32-bit counter): 25 % headroom over the limit reached. */
+				safe = (uint32_t)((double)iv / 1.25);
+				safe -= safe % SPM_INTERVAL_STEP;
+				how = "25 % headroom over the limit reached";
+			}
 			if (safe < SPM_INTERVAL_MIN)
 				safe = SPM_INTERVAL_MIN;
 			snprintf(advice, sizeof(advice), "a %u-bit slot reached %.0f per sample at interval %u "
 				 "(%.2f or more per cycle, the true count unknown); --interval %u or shorter "
-				 "(25 %% headroom) should avoid it", width, limit, iv, limit / iv, safe);
+				 "should avoid it (%s)", width, limit, iv, limit / iv, safe, how);
 		}
 		fprintf(stderr, "spmtap record: WARNING: %s%s saturated in %" PRIu64 " of %" PRIu64
 			" cells (%.1f %%, empty in the outputs): %s\n", who, name, cells, rows,

@@ -157,6 +157,12 @@ int session_gpu_stats(const struct session *s, size_t i, struct session_gpu_stat
  */
 const char *session_gpu_column(const struct session *s, size_t i, uint32_t col, uint32_t xcc,
 			       uint64_t *saturated);
+/*
+ * For a saturated 16-bit counter of GPU i without a catalog peak: the
+ * interval its observed values say would have avoided it (decode_thread.h,
+ * dthr_saturation_interval); 0 when unknown.  After session_stop.
+ */
+uint32_t session_gpu_saturation_interval(const struct session *s, size_t i, const char *counter);
 /* GPU i's timebase (timebase.h), for tests and the public API; valid until session_close. */
 struct timebase;
 const struct timebase *session_timebase(const struct session *s, size_t i);

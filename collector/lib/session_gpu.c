@@ -313,6 +313,13 @@ const char *session_gpu_column(const struct session *S, size_t i, uint32_t col, 
 	return dthr_columns(S->g[i].dt)[col].name;
 }
 
+uint32_t session_gpu_saturation_interval(const struct session *S, size_t i, const char *counter)
+{
+	if (i >= S->ng || !S->g[i].dt || !S->g[i].plan)
+		return 0;
+	return dthr_saturation_interval(S->g[i].dt, counter, S->g[i].plan->interval);
+}
+
 void ses_gpu_free(struct sgpu *g)
 {
 	if (g->f) {
