@@ -13,8 +13,12 @@
 #include "log.h"
 #include "spm/plan.h"
 
-/* A full output queue for this share of the run (or 0.1 s) means the writer was the bottleneck. */
-#define WRITER_BEHIND_NS(secs) ((uint64_t)((secs) * 0.05e9) > 100000000u ? (uint64_t)((secs) * 0.05e9) : 100000000u)
+/* A full output queue for 5 % of the run (at least 0.1 s) means the writer was the bottleneck. */
+static uint64_t writer_behind_ns(double secs)
+{
+	uint64_t share = (uint64_t)(secs * 0.05e9);
+	return share > 100000000u ? share : 100000000u;
+}
 
 /*
  * The one-line verdict: "lossless", or how many samples were lost, why
@@ -44,7 +48,7 @@ static void verdict(const char *who, const struct session_gpu_stats *st, double 
 	}
 	double pct = samples + lost ? 100.0 * (double)lost / (double)(samples + lost) : 0.0;
 	char why[256], fix[256];
-	if (st->overrun_polls && st->sink_wait_ns >= WRITER_BEHIND_NS(secs)) {
+	if (st->overrun_polls && st->sink_wait_ns >= writer_behind_ns(secs)) {
 		snprintf(why, sizeof(why), "the writer fell behind (output queue full for %.1f s, %" PRIu64
 			 " poll(s) found no free buffer, so the kernel dropped what it could not hold)",
 			 (double)st->sink_wait_ns / 1e9, st->overrun_polls);
