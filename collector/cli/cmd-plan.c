@@ -195,6 +195,14 @@ int cmd_plan(int argc, char **argv)
 		st = cli_make_plan("plan", gfx_name, &geo, list, n, interval, &p);
 	if (st == EXIT_OK) {
 		print_plan(p, target, cli_sclk_ghz(family));
+		/* Said before any run: saturation the catalog can predict, a rate above the estimate. */
+		char warn[4096];
+		if (spm_plan_warnings(p, cli_sclk_ghz(family), 0, warn, sizeof(warn))) {
+			fflush(stdout);
+			for (char *save = NULL, *l = strtok_r(warn, "\n", &save); l;
+			     l = strtok_r(NULL, "\n", &save))
+				fprintf(stderr, "spmtap plan: warning: %s\n", l);
+		}
 		if (layout_out) {
 			char *text = spm_plan_layout_dumps(p);
 			FILE *f = text ? fopen(layout_out, "we") : NULL;

@@ -193,12 +193,20 @@ json_t *ses_accounting_json(struct session *S)
 				(json_int_t)a->loss_flags, "resync_dropped_bytes",
 				(json_int_t)a->resync_bytes, "prestart_bytes", (json_int_t)a->prestart_bytes,
 				"trailing_bytes", (json_int_t)a->trailing_bytes));
+			/* Saturated (empty) cells per output column: what analysis must not read as 0. */
+			json_t *sat = json_object();
+			uint64_t n;
+			const char *name;
+			for (uint32_t c = 0; (name = session_gpu_column(S, i, c, x, &n)); c++)
+				json_object_set_new(sat, name, json_integer((json_int_t)n));
+			json_object_set_new(json_array_get(xs, json_array_size(xs) - 1), "saturated", sat);
 		}
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "gpu",
+		/* output_queue_wait_s: the decode thread blocked on a full output queue (the writer behind). */
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:f, s:o}", "gpu",
 			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
 			"overrun_polls", (json_int_t)st.overrun_polls, "smi_samples",
 			(json_int_t)st.smi_samples, "smi_missed_deadlines", (json_int_t)st.smi_missed,
-			"xcc", xs));
+			"output_queue_wait_s", (double)st.sink_wait_ns / 1e9, "xcc", xs));
 	}
 	return arr;
 }
