@@ -32,6 +32,9 @@ struct ana_args {
 	const char *metrics[ANA_MAX_DEFS]; /* --metrics FILE */
 	size_t nmetrics;
 	bool no_builtins;      /* --no-builtin-metrics */
+	struct sa_user_delay delay[ANA_MAX_DEFS]; /* --sensor-delay SIGNAL=MS (report) */
+	char delay_name[ANA_MAX_DEFS][64];        /* their signal names */
+	size_t ndelay;
 };
 
 struct ana_in {
