@@ -1293,6 +1293,21 @@ static void cli(void)
 	json_decref(j);
 	EXPECT_CLI(0, cli_err, "tk.csv:1: column 'x[kJ]': unit kJ is not J, W or ts_ns; ignored", "report", "--trace",
 		   tk, "--phases", p);
+	/* the delay-corrected energy leads the table, labelled with its delay and source */
+	EXPECT_CLI(0, cli_out, "energy_j*: 'energy' shifted by its delay 0.0000 ms (characterised", "report", "--trace",
+		   t, "--phases", p);
+	EXPECT_CLI(0, cli_out, "\"source\": \"--sensor-delay\"", "report", "--trace", t, "--phases", p,
+		   "--sensor-delay", "energy=1.5ms", "--json", "-");
+	j = json_loads(cli_out, 0, &je);
+	ASSERT_NEAR(json_number_value(json_object_get(json_object_get(j, "delay_correction"), "delay_ms")), 1.5, 0);
+	json_decref(j);
+	EXPECT_CLI(1, cli_err, "--sensor-delay: no signal 'power' (the trace has: energy)", "report", "--trace", t,
+		   "--phases", p, "--sensor-delay", "power=1");
+	EXPECT_CLI(64, cli_err, "expected SIGNAL=MS", "report", "--trace", t, "--phases", p, "--sensor-delay", "3");
+	EXPECT_CLI(64, cli_err, "'3s' is not a delay in ms", "report", "--trace", t, "--phases", p, "--sensor-delay",
+		   "energy=3s");
+	EXPECT_CLI(64, cli_err, "belong to `spmtap report`", "characterize", "--trace", t, "--phases", p,
+		   "--sensor-delay", "energy=1");
 
 	/* bad input: status 1, file and line named */
 	EXPECT_CLI(1, cli_err, "bad.csv:4: time_ns 1 is earlier than 2 on line 3", "characterize", "--trace",

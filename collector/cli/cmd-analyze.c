@@ -347,19 +347,21 @@ static void print_characterization(const struct sa_characterization *c)
 	char b[9][48];
 	printf("T_ph (median load/idle phase): %s ms; steps: %zu rising, %zu falling\n",
 	       ana_cell(b[0], sizeof(b[0]), c->phase_ms, 3), c->rising_steps, c->falling_steps);
-	printf("%-20s %-4s %10s %8s %10s %10s %9s %9s %9s  %s\n", "signal", "unit", "update_ms", "changes",
-	       "high_w", "low_w", "delay_ms", "rise_ms", "fall_ms", "aliasing");
+	printf("%-20s %-4s %10s %8s %10s %10s %9s %9s %9s %9s  %s\n", "signal", "unit", "update_ms", "changes",
+	       "high_w", "low_w", "delay_ms", "rise_ms", "fall_ms", "step_ms", "aliasing");
 	for (size_t i = 0; i < c->n; i++) {
 		const struct sa_sig_char *s = &c->sig[i];
 		char why[32] = "";
 		if (s->aliasing == SA_TRUE)
 			snprintf(why, sizeof(why), "yes (%s%s%s)", s->alias_why & SA_ALIAS_A ? "a" : "",
 				 s->alias_why & SA_ALIAS_B ? "b" : "", s->alias_why & SA_ALIAS_C ? "c" : "");
-		printf("%-20s %-4s %10s %8llu %10s %10s %9s %9s %9s  %s\n", s->name, sa_unit_name(s->unit),
+		/* step_ms: the equivalent-step delay report shifts by (null while aliasing, as in the JSON) */
+		double step = s->aliasing == SA_FALSE && s->step_edges ? s->step_delay_ns / 1e6 : NAN;
+		printf("%-20s %-4s %10s %8llu %10s %10s %9s %9s %9s %9s  %s\n", s->name, sa_unit_name(s->unit),
 		       ana_cell(b[1], sizeof(b[1]), s->update_interval_ms, 3), (unsigned long long)s->changes,
 		       ana_cell(b[2], sizeof(b[2]), s->high_w, 3), ana_cell(b[3], sizeof(b[3]), s->low_w, 3),
 		       ana_cell(b[4], sizeof(b[4]), s->delay_ns / 1e6, 3), ana_cell(b[5], sizeof(b[5]), s->rise_ns / 1e6, 3),
-		       ana_cell(b[6], sizeof(b[6]), s->fall_ns / 1e6, 3),
+		       ana_cell(b[6], sizeof(b[6]), s->fall_ns / 1e6, 3), ana_cell(b[7], sizeof(b[7]), step, 4),
 		       s->aliasing == SA_NULL ? "-" : s->aliasing == SA_TRUE ? why : "no");
 	}
 }
