@@ -301,7 +301,7 @@ static void check_report(const char *rec, const char *workload)
 	json_t *ch = load_json(path("char-r.json"));
 	double spec_delay_ns = num(json_object_get(json_object_get(ch, "signals"), es->name), "delay_ms") * 1e6;
 	json_decref(ch);
-	size_t corr_checked = 0, corr_null = 0, long_phases = 0, over_residual = 0;
+	size_t corr_checked = 0, corr_null = 0, corr_gap = 0, long_phases = 0, over_residual = 0;
 	double corr_worst = 0, shift_worst = 0, resid_worst = 0, lin_worst = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *p = json_array_get(phases, i);
@@ -323,8 +323,11 @@ static void check_report(const char *rec, const char *workload)
 		worst = fmax(worst, err1);
 		/*
 		 * The delay-corrected energy against the truth, 1 %, for every phase
-		 * of at least 10 sensor updates; its stated residual error covers
-		 * the difference (plus 0.05 %: the truth's own clock mapping).
+		 * of at least 10 sensor updates whose boundaries the reader saw; its
+		 * stated residual error covers the difference (plus 0.05 %: the
+		 * truth's own clock mapping) for every phase, also one where the
+		 * reader of a loaded host missed tens of ms around a boundary (then
+		 * the residual is the energy of that gap, and no method can do 1 %).
 		 */
 		if ((double)(e - s) >= 10.0 * (double)t.m.update_ns) {
 			long_phases++;
@@ -334,12 +337,20 @@ static void check_report(const char *rec, const char *workload)
 			} else {
 				snprintf(what, sizeof(what), "phase %zu (%s) energy_j_delay_corrected", i,
 					 json_string_value(json_object_get(p, "name")));
-				CU_ASSERT(within(corr, truth, 0.01 * truth, what));
-				corr_checked++;
-				corr_worst = fmax(corr_worst, fabs(corr - truth) / truth);
-				resid_worst = fmax(resid_worst, res / truth);
 				CU_ASSERT(isfinite(res) && res >= 0);
-				over_residual += !(fabs(corr - truth) <= res + 0.0005 * truth);
+				if (res <= 0.005 * truth) {
+					CU_ASSERT(within(corr, truth, 0.01 * truth, what));
+					corr_checked++;
+					corr_worst = fmax(corr_worst, fabs(corr - truth) / truth);
+				} else {
+					corr_gap++;
+				}
+				resid_worst = fmax(resid_worst, res / truth);
+				snprintf(what, sizeof(what), "phase %zu (%s) energy_j_delay_corrected within its residual", i,
+					 json_string_value(json_object_get(p, "name")));
+				bool in = within(corr, truth, res + 0.0005 * truth, what);
+				CU_ASSERT(in);
+				over_residual += !in;
 			}
 			double sh;
 			if (isfinite(spec_delay_ns) && !sa_trace_energy(tr, (size_t)sa_trace_first_j(tr),
@@ -367,13 +378,15 @@ static void check_report(const char *rec, const char *workload)
 	}
 	fprintf(stderr, "\n    %zu phase energies checked, %zu within 1 %% (worst %.3f %%), %zu confident means ",
 		checked, within1, 100 * worst, confident);
-	fprintf(stderr, "\n    delay-corrected (delay %.4f ms): %zu of %zu phases >= 10 updates checked, worst %.3f %%, "
-		"stated residual up to %.3f %%, %zu beyond it; shifting by the spec's delay_ms %.3f ms alone, Ec "
+	fprintf(stderr, "\n    delay-corrected (delay %.4f ms): %zu of %zu phases >= 10 updates checked, worst %.3f %% "
+		"(%zu across a reader's gap), stated residual up to %.3f %%, %zu beyond it; shifting by the spec's delay_ms %.3f ms alone, Ec "
 		"linear: worst %.3f %%; the fitted delay, Ec linear: worst %.3f %% ", dms, corr_checked, long_phases,
-		100 * corr_worst, 100 * resid_worst, over_residual, spec_delay_ns / 1e6, 100 * shift_worst,
+		100 * corr_worst, corr_gap, 100 * resid_worst, over_residual, spec_delay_ns / 1e6, 100 * shift_worst,
 		100 * lin_worst);
+	/* a reader that saw fewer than half the phases' edges made a recording with little to check */
 	CU_ASSERT(corr_null <= 1);
-	CU_ASSERT(corr_checked >= long_phases - 1);
+	CU_ASSERT(corr_checked + corr_gap >= long_phases - 1);
+	CU_ASSERT(2 * corr_checked >= long_phases);
 	CU_ASSERT_EQUAL(over_residual, 0);
 	CU_ASSERT(checked >= n - 2);
 	CU_ASSERT(confident >= n / 2 - 2);

@@ -79,14 +79,32 @@ static double interval_w(const struct sa_signal *s, size_t i)
 	return (s->ec_j[i] - s->ec_j[i - 1]) / ((double)(s->kept_t[i] - s->kept_t[i - 1]) * 1e-9);
 }
 
-int sa_energy_at(const struct sa_signal *s, double t_ns, double *ec_j, struct sa_boundary *b)
+/* Whether a boundary other than t's own (more than 1 ms from it) lies in (lo, hi). */
+static bool other_boundary(const double *bnd, size_t nbnd, double t, double lo, double hi)
+{
+	size_t a = 0, z = nbnd;
+	while (a < z) {
+		size_t mid = a + (z - a) / 2;
+		if (bnd[mid] <= lo)
+			a = mid + 1;
+		else
+			z = mid;
+	}
+	for (; a < nbnd && bnd[a] < hi; a++)
+		if (fabs(bnd[a] - t) > 1e6)
+			return true;
+	return false;
+}
+
+int sa_energy_at(const struct sa_signal *s, double t_ns, const double *bnd, size_t nbnd, double *ec_j,
+		 struct sa_boundary *b)
 {
 	if (s->unit != SA_UNIT_J)
 		return -EINVAL;
 	if (!s->nkept || !(t_ns >= (double)s->kept_t[0] && t_ns <= (double)s->kept_t[s->nkept - 1]))
 		return -ERANGE;
 	size_t k = lower_bound(s, t_ns); /* kept_t[k] >= t, k < nkept */
-	*b = (struct sa_boundary){ .jump_w = NAN };
+	*b = (struct sa_boundary){ .jump_w = NAN, .flat_j = NAN };
 	if ((double)s->kept_t[k] == t_ns) {
 		b->jump_w = fabs(interval_w(s, k + 1) - interval_w(s, k));
 		*ec_j = s->ec_j[k];
@@ -103,10 +121,16 @@ int sa_energy_at(const struct sa_signal *s, double t_ns, double *ec_j, struct sa
 	if (wl > 0 && wr > 0 && isfinite(wl + wr)) {
 		b->split = true;
 		*ec_j = s->ec_j[k - 1] + de * wl / (wl + wr);
+		b->flat_j = (fabs(pl - interval_w(s, k - 2)) * (t_ns - g0) + fabs(pr - interval_w(s, k + 2)) * (g1 - t_ns)) *
+			    1e-9;
 	} else {
 		b->linear = true;
 		*ec_j = s->ec_j[k - 1] + de * (t_ns - g0) / (g1 - g0);
 	}
+	/* the span the split leans on: the interval and its neighbours */
+	double lo = (double)s->kept_t[k >= 2 ? k - 2 : k - 1], hi = (double)s->kept_t[k + 1 < s->nkept ? k + 1 : k];
+	b->gap = other_boundary(bnd, nbnd, t_ns, lo, hi);
+	b->hard_j = fmax(*ec_j - s->ec_j[k - 1], s->ec_j[k] - *ec_j);
 	return 0;
 }
 
@@ -115,7 +139,11 @@ double sa_boundary_error_j(const struct sa_boundary *b, double sigma_ns)
 	double e = 0;
 	if (isfinite(b->jump_w))
 		e += b->jump_w * sigma_ns * 1e-9;
-	if (b->linear)
+	if (b->gap)
+		e += b->hard_j;
+	else if (b->split && isfinite(b->flat_j))
+		e += b->flat_j;
+	else if (b->split || b->linear)
 		e += isfinite(b->jump_w) ? b->jump_w * b->width_ns * 1e-9 / 4 : b->interval_j / 2;
 	return e;
 }

@@ -51,20 +51,39 @@ struct sa_boundary {
 	double width_ns;   /* that interval's width (0 on a kept reading) */
 	bool split;     /* split in the P_L : P_R ratio (else linear, or exactly on a reading) */
 	bool linear;    /* linear interpolation inside an interval (a neighbour missing or power <= 0) */
+	/*
+	 * Another phase boundary lies within the interval or its neighbours
+	 * (the reader missed updates there, or the phases are short): the
+	 * split's assumption fails and where in the interval the energy went
+	 * is unknown, so the error is bounded only by the interval's energy
+	 * on either side of the estimate (power >= 0: Ec is monotone), hard_j.
+	 */
+	bool gap;
+	double hard_j;
+	/*
+	 * How far the power was from flat on either side: |P_L - P_LL| x +
+	 * |P_R - P_RR| (u - x), P_LL and P_RR the next intervals out, J
+	 * (NAN: one of them missing).  A square wave gives 0; a workload whose
+	 * power moves within its phases gives what the split may miss.
+	 */
+	double flat_j;
 };
 
 /*
  * Ec at host time t of J signal s with the boundary split above, in J.
- * -ERANGE when t lies outside [first, last] kept reading, -EINVAL for a W
- * signal.
+ * bnd[0..nbnd): every phase boundary on the same (shifted) timeline,
+ * sorted; those within 1 ms of t are t's own (adjacent phases).  -ERANGE
+ * when t lies outside [first, last] kept reading, -EINVAL for a W signal.
  */
-int sa_energy_at(const struct sa_signal *s, double t_ns, double *ec_j, struct sa_boundary *b);
+int sa_energy_at(const struct sa_signal *s, double t_ns, const double *bnd, size_t nbnd, double *ec_j,
+		 struct sa_boundary *b);
 
 /*
  * The residual error (J) of one boundary's energy: a delay uncertain by
- * sigma_ns moves the boundary's energy by |P_R - P_L| sigma; linear
- * interpolation adds up to |P_R - P_L| width / 4, or half the interval's
- * energy without both neighbours.
+ * sigma_ns moves the boundary's energy by |P_R - P_L| sigma; a split adds
+ * flat_j (or |P_R - P_L| width / 4 without it); linear interpolation
+ * |P_R - P_L| width / 4, or half the interval's energy without both
+ * neighbours; with another boundary near, hard_j instead.
  */
 double sa_boundary_error_j(const struct sa_boundary *b, double sigma_ns);
 

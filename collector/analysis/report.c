@@ -84,17 +84,37 @@ static int pick_delay(const struct sa_trace *tr, const struct sa_report_opts *o,
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Every phase's start and end shifted by d, sorted: what delay_shift.h checks a split against. */
+static double *shifted_boundaries(const struct sa_phases *ph, double d)
+{
+	double *v = malloc((2 * ph->n + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < ph->n; i++) {
+		v[2 * i] = (double)ph->v[i].start_ns + d;
+		v[2 * i + 1] = (double)ph->v[i].end_ns + d;
+	}
+	qsort(v, 2 * ph->n, sizeof(*v), cmp_double);
+	return v;
+}
+
 /* energy_j_corrected and residual_j of one phase (NAN when not inside the kept readings). */
-static void corrected(const struct sa_signal *s, const struct sa_report *r, const struct sa_phase *p,
-		      struct sa_phase_result *pr)
+static void corrected(const struct sa_signal *s, const struct sa_report *r, const double *bnd, size_t nbnd,
+		      const struct sa_phase *p, struct sa_phase_result *pr)
 {
 	pr->energy_j_corrected = pr->residual_j = NAN;
 	if (r->delay_source == SA_DELAY_NONE || !isfinite(r->delay_ns))
 		return;
 	double e0, e1;
 	struct sa_boundary b0, b1;
-	if (sa_energy_at(s, (double)p->start_ns + r->delay_ns, &e0, &b0) ||
-	    sa_energy_at(s, (double)p->end_ns + r->delay_ns, &e1, &b1))
+	if (sa_energy_at(s, (double)p->start_ns + r->delay_ns, bnd, nbnd, &e0, &b0) ||
+	    sa_energy_at(s, (double)p->end_ns + r->delay_ns, bnd, nbnd, &e1, &b1))
 		return;
 	double sigma = isfinite(r->delay_sigma_ns) ? r->delay_sigma_ns : 0;
 	pr->energy_j_corrected = e1 - e0;
@@ -129,6 +149,11 @@ int sa_report_compute_opts(const struct sa_trace *tr, const struct sa_phases *ph
 		sa_report_free(r);
 		return rc;
 	}
+	double *bnd = shifted_boundaries(ph, isfinite(r->delay_ns) ? r->delay_ns : 0);
+	if (!bnd) {
+		sa_report_free(r);
+		return spmtap_seterr(err, errlen, ENOMEM, "report: out of memory");
+	}
 	for (size_t i = 0; i < ph->n; i++) {
 		const struct sa_phase *p = &ph->v[i];
 		struct sa_phase_result *pr = &r->ph[i];
@@ -144,15 +169,17 @@ int sa_report_compute_opts(const struct sa_trace *tr, const struct sa_phases *ph
 		}
 		pr->energy_j_corrected = pr->residual_j = NAN;
 		if (r->energy_signal >= 0)
-			corrected(sa_trace_signal(tr, (size_t)r->energy_signal), r, p, pr);
+			corrected(sa_trace_signal(tr, (size_t)r->energy_signal), r, bnd, 2 * ph->n, p, pr);
 		pr->sig = calloc(r->nsignals ? r->nsignals : 1, sizeof(*pr->sig));
 		if (!pr->sig) {
+			free(bnd);
 			sa_report_free(r);
 			return spmtap_seterr(err, errlen, ENOMEM, "report: out of memory");
 		}
 		for (size_t k = 0; k < r->nsignals; k++)
 			window(sa_trace_signal(tr, k), &r->ch->sig[k], p, &pr->sig[k]);
 	}
+	free(bnd);
 	*out = r;
 	return 0;
 }
