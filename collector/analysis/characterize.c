@@ -240,11 +240,15 @@ static int step_delay(const struct sa_signal *s, const struct step *st, size_t n
 	}
 	c->step_edges = n;
 	if (n) {
-		double med = sa_median(d, n);
+		double med = sa_median(d, n), worst = 0;
+		/*
+		 * The spread is the worst edge, not a robust scatter: an edge whose
+		 * phase marker was late (a recorder preempted while stamping it) is
+		 * exactly the boundary the residual must cover.
+		 */
 		for (size_t k = 0; k < n; k++)
-			d[k] = fabs(d[k] - med);
-		/* 1.4826 x MAD: the standard deviation of normal scatter, unmoved by a few outliers */
-		c->step_delay_spread_ns = 1.4826 * sa_median(d, n);
+			worst = fmax(worst, fabs(d[k] - med));
+		c->step_delay_spread_ns = worst;
 		c->step_delay_ns = med;
 	}
 	free(d);

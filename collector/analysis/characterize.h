@@ -61,7 +61,8 @@ struct sa_sig_char {
 	/*
 	 * Not in the spec: the equivalent-step delay (delay_shift.h), median
 	 * over the steps that gave one, at sub-sample resolution, and its
-	 * spread (1.4826 x MAD of the steps' values, 0 with one).  What report
+	 * spread (the largest distance of a step's value from it, 0 with one:
+	 * a misplaced phase marker shows there).  What report
 	 * shifts the series by; the spec's delay_ns is the first reading past
 	 * 10 %, up to one update later.  NAN: no step gave one.  JSON:
 	 * step_delay_ms, step_delay_spread_ms (null when aliasing), step_edges.

@@ -123,6 +123,7 @@ int sa_energy_at(const struct sa_signal *s, double t_ns, const double *bnd, size
 		*ec_j = s->ec_j[k - 1] + de * wl / (wl + wr);
 		b->flat_j = (fabs(pl - interval_w(s, k - 2)) * (t_ns - g0) + fabs(pr - interval_w(s, k + 2)) * (g1 - t_ns)) *
 			    1e-9;
+		b->mismatch_j = fabs(de - (wl + wr) * 1e-9);
 	} else {
 		b->linear = true;
 		*ec_j = s->ec_j[k - 1] + de * (t_ns - g0) / (g1 - g0);
@@ -142,8 +143,10 @@ double sa_boundary_error_j(const struct sa_boundary *b, double sigma_ns)
 	if (b->gap)
 		e += b->hard_j;
 	else if (b->split && isfinite(b->flat_j))
-		e += b->flat_j;
-	else if (b->split || b->linear)
+		e += b->flat_j + b->mismatch_j;
+	else if (b->split)
+		e += b->mismatch_j + (isfinite(b->jump_w) ? b->jump_w * b->width_ns * 1e-9 / 4 : b->interval_j / 2);
+	else if (b->linear)
 		e += isfinite(b->jump_w) ? b->jump_w * b->width_ns * 1e-9 / 4 : b->interval_j / 2;
 	return e;
 }

@@ -67,6 +67,14 @@ struct sa_boundary {
 	 * power moves within its phases gives what the split may miss.
 	 */
 	double flat_j;
+	/*
+	 * |dE - (P_L x + P_R (u - x))|, J: how far the interval's energy is from
+	 * a step at t between the neighbours' levels.  A power change at
+	 * another time inside the interval (one the phases do not list: a
+	 * phase cut at the recording's end while the load went on) shows
+	 * here, and bounds the split's error under two levels.
+	 */
+	double mismatch_j;
 };
 
 /*
@@ -81,7 +89,7 @@ int sa_energy_at(const struct sa_signal *s, double t_ns, const double *bnd, size
 /*
  * The residual error (J) of one boundary's energy: a delay uncertain by
  * sigma_ns moves the boundary's energy by |P_R - P_L| sigma; a split adds
- * flat_j (or |P_R - P_L| width / 4 without it); linear interpolation
+ * mismatch_j and flat_j (or |P_R - P_L| width / 4 without it); linear interpolation
  * |P_R - P_L| width / 4, or half the interval's energy without both
  * neighbours; with another boundary near, hard_j instead.
  */
