@@ -156,7 +156,8 @@ static int phases(struct html_doc *d, const struct sa_report *rep, int64_t t0, c
 		snprintf(dl, sizeof(dl), "; delay-corrected: shifted by its delay %.4f ms (%s), ± its residual error; "
 			 "as read: no delay correction", rep->delay_ns / 1e6, sa_delay_source_name(rep->delay_source));
 	else if (rep->energy_signal >= 0)
-		snprintf(dl, sizeof(dl), "; no delay known (no load/idle square wave; give --sensor-delay): as read "
+		snprintf(dl, sizeof(dl), "; no delay known (not characterised: no load/idle square wave, or it aliases; give "
+			 "--sensor-delay): as read "
 			 "only, its phase boundaries late by the sensor's delay");
 	snprintf(cap, sizeof(cap), "%zu phases%s; energy from the %s%s", rep->nphases,
 		 rows < rep->nphases ? " (the first 500 shown; all are in --json)" : "",

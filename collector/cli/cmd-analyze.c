@@ -373,9 +373,9 @@ static void print_delay(const struct sa_report *r)
 		return;
 	const char *sig = r->ch->sig[r->energy_signal].name;
 	if (r->delay_source == SA_DELAY_NONE) {
-		printf("\nenergy_j*: no delay known for '%s' (no square wave of load/idle phases to characterise it; "
-		       "give --sensor-delay %s=MS): energy_j is as read, its phase boundaries late by the sensor's "
-		       "delay\n", sig, sig);
+		printf("\nenergy_j*: no delay known for '%s' (not characterised: no load/idle square wave in the "
+		       "phases, or it aliases; give --sensor-delay %s=MS): energy_j is as read, its phase boundaries "
+		       "late by the sensor's delay\n", sig, sig);
 		return;
 	}
 	printf("\nenergy_j*: '%s' shifted by its delay %.4f ms (%s%s), boundaries split at the neighbouring "
