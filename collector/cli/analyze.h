@@ -33,6 +33,9 @@ struct ana_args {
 	size_t nmetrics;
 	bool no_builtins;      /* --no-builtin-metrics */
 	bool accept_truncated; /* --accept-truncated (analyze-truth.h) */
+	struct sa_user_delay delay[ANA_MAX_DEFS]; /* --sensor-delay SIGNAL=MS (report) */
+	char delay_name[ANA_MAX_DEFS][64];        /* their signal names */
+	size_t ndelay;
 };
 
 struct ana_in {

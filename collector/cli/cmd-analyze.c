@@ -57,6 +57,7 @@ const char cmd_report_usage[] =
 	"usage: spmtap report --trace T.csv --phases P.csv [--json OUT.json] [--html OUT.html]\n"
 	"       spmtap report RECORDING [--phases P.csv] [--json OUT.json] [--html OUT.html]\n"
 	"                     [--metric NAME=EXPR]... [--metrics FILE]... [--no-builtin-metrics]\n"
+	"                     [--sensor-delay SIGNAL=MS]...\n"
 	"\n"
 	"Per phase: the energy from the trace's first energy counter, the mean\n"
 	"power, and each signal's mean power over the phase's confidence window\n"
@@ -79,9 +80,14 @@ const char cmd_report_usage[] =
 	"  --metrics FILE    metric definitions, one NAME = EXPR per line (repeatable)\n"
 	"  --no-builtin-metrics  only the metrics given, not the built-in set\n"
 	ANA_ACCEPT_USAGE
+	"  --sensor-delay SIGNAL=MS  the sensor's delay, instead of the one\n"
+	"                    characterised: energy_j* (delay-corrected) is the energy\n"
+	"                    over [start + MS, end + MS] (docs/analysis.md)\n"
 	"\n"
 	"What RECORDING's files hold against its metadata is noted on standard\n"
 	"error first (docs/analysis.md).\n"
+	"energy_j* leads: the energy with the energy counter's delay taken out, and\n"
+	"its residual error (+-); energy_j is the counter as read (the spec's).\n"
 	"Tables of the characterisation, the phases and (RECORDING) the counters\n"
 	"and metrics go to standard output.\n"
 	"Exit status: 0 done; 1 bad input (the message names file and line, or the\n"
@@ -89,10 +95,39 @@ const char cmd_report_usage[] =
 	"recording is truncated or disagrees with its metadata (results of what is\n"
 	"there are still written).\n";
 
+/* --sensor-delay SIGNAL=MS: a name and a delay in ms (an "ms" suffix allowed), at most 10 s either way. */
+static int parse_delay(const char *cmd, const char *arg, struct ana_args *a)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	if (a->ndelay == ANA_MAX_DEFS) {
+		fprintf(stderr, "spmtap %s: --sensor-delay: at most %d\n", cmd, ANA_MAX_DEFS);
+		return -1;
+	}
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(a->delay_name[0])) {
+		fprintf(stderr, "spmtap %s: --sensor-delay '%s': expected SIGNAL=MS, e.g. energy=3.2\n", cmd, arg);
+		return -1;
+	}
+	errno = 0;
+	double ms = strtod(eq + 1, &end);
+	if (end != eq + 1 && !strcmp(end, "ms"))
+		end += 2;
+	if (end == eq + 1 || *end || errno || !isfinite(ms) || fabs(ms) > 1e4) {
+		fprintf(stderr, "spmtap %s: --sensor-delay '%s': '%s' is not a delay in ms (up to 10000)\n", cmd, arg,
+			eq + 1);
+		return -1;
+	}
+	size_t k = a->ndelay++;
+	memcpy(a->delay_name[k], arg, (size_t)(eq - arg));
+	a->delay_name[k][eq - arg] = 0;
+	a->delay[k] = (struct sa_user_delay){ .signal = a->delay_name[k], .delay_ms = ms };
+	return 0;
+}
+
 /* -1: go on; otherwise the exit status (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
 {
-	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT };
+	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT, O_DELAY };
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "phases", required_argument, NULL, O_PHASES },
@@ -102,6 +137,7 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "no-builtin-metrics", no_argument, NULL, O_NOBUILTIN },
 		{ ANA_ACCEPT_OPTION, no_argument, NULL, O_ACCEPT },
+		{ "sensor-delay", required_argument, NULL, O_DELAY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -131,6 +167,11 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		}
 		case O_NOBUILTIN: a->no_builtins = true; report_only = true; break;
 		case O_ACCEPT: a->accept_truncated = true; break;
+		case O_DELAY:
+			if (parse_delay(cmd, optarg, a))
+				return EXIT_USAGE;
+			report_only = true;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return EXIT_OK;
@@ -149,7 +190,7 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		return EXIT_USAGE;
 	}
 	if (report_only && !report) {
-		fprintf(stderr, "spmtap %s: --html and the metric options belong to `spmtap report`\n%s", cmd, usage);
+		fprintf(stderr, "spmtap %s: --html, --sensor-delay and the metric options belong to `spmtap report`\n%s", cmd, usage);
 		return EXIT_USAGE;
 	}
 	if (a->recording && a->trace) {
@@ -329,35 +370,57 @@ static void print_characterization(const struct sa_characterization *c)
 	char b[9][48];
 	printf("T_ph (median load/idle phase): %s ms; steps: %zu rising, %zu falling\n",
 	       ana_cell(b[0], sizeof(b[0]), c->phase_ms, 3), c->rising_steps, c->falling_steps);
-	printf("%-20s %-4s %10s %8s %10s %10s %9s %9s %9s  %s\n", "signal", "unit", "update_ms", "changes",
-	       "high_w", "low_w", "delay_ms", "rise_ms", "fall_ms", "aliasing");
+	printf("%-20s %-4s %10s %8s %10s %10s %9s %9s %9s %9s  %s\n", "signal", "unit", "update_ms", "changes",
+	       "high_w", "low_w", "delay_ms", "rise_ms", "fall_ms", "step_ms", "aliasing");
 	for (size_t i = 0; i < c->n; i++) {
 		const struct sa_sig_char *s = &c->sig[i];
 		char why[32] = "";
 		if (s->aliasing == SA_TRUE)
 			snprintf(why, sizeof(why), "yes (%s%s%s)", s->alias_why & SA_ALIAS_A ? "a" : "",
 				 s->alias_why & SA_ALIAS_B ? "b" : "", s->alias_why & SA_ALIAS_C ? "c" : "");
-		printf("%-20s %-4s %10s %8llu %10s %10s %9s %9s %9s  %s\n", s->name, sa_unit_name(s->unit),
+		/* step_ms: the equivalent-step delay report shifts by (null while aliasing, as in the JSON) */
+		double step = s->aliasing == SA_FALSE && s->step_edges ? s->step_delay_ns / 1e6 : NAN;
+		printf("%-20s %-4s %10s %8llu %10s %10s %9s %9s %9s %9s  %s\n", s->name, sa_unit_name(s->unit),
 		       ana_cell(b[1], sizeof(b[1]), s->update_interval_ms, 3), (unsigned long long)s->changes,
 		       ana_cell(b[2], sizeof(b[2]), s->high_w, 3), ana_cell(b[3], sizeof(b[3]), s->low_w, 3),
 		       ana_cell(b[4], sizeof(b[4]), s->delay_ns / 1e6, 3), ana_cell(b[5], sizeof(b[5]), s->rise_ns / 1e6, 3),
-		       ana_cell(b[6], sizeof(b[6]), s->fall_ns / 1e6, 3),
+		       ana_cell(b[6], sizeof(b[6]), s->fall_ns / 1e6, 3), ana_cell(b[7], sizeof(b[7]), step, 4),
 		       s->aliasing == SA_NULL ? "-" : s->aliasing == SA_TRUE ? why : "no");
 	}
 }
 
+/* What energy_j* is: the delay it was shifted by and where that came from, or why there is none. */
+static void print_delay(const struct sa_report *r)
+{
+	if (r->energy_signal < 0)
+		return;
+	const char *sig = r->ch->sig[r->energy_signal].name;
+	if (r->delay_source == SA_DELAY_NONE) {
+		printf("\nenergy_j*: no delay known for '%s' (not characterised: no load/idle square wave in the "
+		       "phases, or it aliases; give --sensor-delay %s=MS): energy_j is as read, its phase boundaries "
+		       "late by the sensor's delay\n", sig, sig);
+		return;
+	}
+	printf("\nenergy_j*: '%s' shifted by its delay %.4f ms (%s%s), boundaries split at the neighbouring "
+	       "powers; +-j: residual error; energy_j: as read, no delay correction\n", sig, r->delay_ns / 1e6,
+	       sa_delay_source_name(r->delay_source), r->delay_source == SA_DELAY_STEP ? ", equivalent step" : "");
+}
+
 static void print_report(const struct sa_report *r)
 {
-	char b[4][48];
-	printf("\n%-16s %20s %12s %10s %10s", "phase", "start_ns", "duration_ms", "energy_j", "mean_w");
+	char b[6][48];
+	print_delay(r);
+	printf("\n%-16s %20s %12s %10s %8s %10s %10s", "phase", "start_ns", "duration_ms", "energy_j*", "+-j",
+	       "energy_j", "mean_w");
 	for (size_t k = 0; k < r->nsignals; k++)
 		printf("  %12s %-6s", r->ch->sig[k].name, "conf_w");
 	putchar('\n');
 	for (size_t i = 0; i < r->nphases; i++) {
 		const struct sa_phase_result *p = &r->ph[i];
-		printf("%-16s %20lld %12s %10s %10s", p->phase->name, (long long)p->phase->start_ns,
-		       ana_cell(b[0], sizeof(b[0]), p->duration_ms, 3), ana_cell(b[1], sizeof(b[1]), p->energy_j, 4),
-		       ana_cell(b[2], sizeof(b[2]), p->mean_power_w, 3));
+		printf("%-16s %20lld %12s %10s %8s %10s %10s", p->phase->name, (long long)p->phase->start_ns,
+		       ana_cell(b[0], sizeof(b[0]), p->duration_ms, 3),
+		       ana_cell(b[4], sizeof(b[4]), p->energy_j_corrected, 4), ana_cell_g(b[5], sizeof(b[5]), p->residual_j),
+		       ana_cell(b[1], sizeof(b[1]), p->energy_j, 4), ana_cell(b[2], sizeof(b[2]), p->mean_power_w, 3));
 		for (size_t k = 0; k < r->nsignals; k++)
 			printf("  %19s", ana_cell(b[3], sizeof(b[3]), p->sig[k].mean_power_w_confident, 3));
 		putchar('\n');
@@ -407,7 +470,8 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 	char err[512];
 	struct sa_report *r;
 	json_t *j = NULL;
-	if (sa_report_compute(in->tr, in->ph, &r, err, sizeof(err))) {
+	struct sa_report_opts o = { .delay = a->delay, .ndelay = a->ndelay };
+	if (sa_report_compute_opts(in->tr, in->ph, &o, &r, err, sizeof(err))) {
 		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 		return EXIT_FAIL;
 	}
