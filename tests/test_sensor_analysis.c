@@ -807,6 +807,18 @@ static bool keys_are(json_t *o, const char *const *keys)
 	return json_object_size(o) == n;
 }
 
+/* The spec's keys all there, and every other key one of `extra` (the spec allows added keys). */
+static bool keys_are_plus(json_t *o, const char *const *keys, const char *const *extra)
+{
+	size_t n = 0, x = 0;
+	for (; keys[n]; n++)
+		if (!json_object_get(o, keys[n]))
+			return false;
+	for (size_t i = 0; extra[i]; i++)
+		x += json_object_get(o, extra[i]) != NULL;
+	return json_object_size(o) == n + x;
+}
+
 /*
  * The square wave of energy_square_wave (delay 0.5, rise = fall = 1 ms,
  * settle 1.5 ms).  Energy with Ec linear in each millisecond:
@@ -849,12 +861,15 @@ static void report_square_wave(void)
 					       "mean_power_w", "reason", "signals", NULL };
 	static const char *const sig_keys[] = { "window_start_ns", "window_end_ns", "mean_power_w_confident",
 						"reason", NULL };
-	CU_ASSERT(keys_are(j, root_keys));
+	/* extra keys: delay-aware attribution (docs/analysis.md) */
+	static const char *const root_extra[] = { "delay_correction", NULL };
+	static const char *const ph_extra[] = { "energy_j_delay_corrected", "residual_error_j", NULL };
+	CU_ASSERT(keys_are_plus(j, root_keys, root_extra));
 	json_t *arr = json_object_get(j, "phases");
 	CU_ASSERT_EQUAL(json_array_size(arr), 6);
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		json_t *p = json_array_get(arr, i);
-		CU_ASSERT(keys_are(p, ph_keys));
+		CU_ASSERT(keys_are_plus(p, ph_keys, ph_extra));
 		CU_ASSERT(keys_are(json_object_get(json_object_get(p, "signals"), "energy"), sig_keys));
 	}
 	json_t *load = json_array_get(arr, 1);
@@ -874,6 +889,122 @@ static void report_square_wave(void)
 	sa_phases_free(&ph);
 	sa_trace_free(t);
 	free(text);
+}
+
+/*
+ * Delay-aware attribution by hand: the square wave of energy_square_trace
+ * (idle 100 W, load 300 W, edges at x.5 ms, phases of 10 updates), its
+ * counter 2.3 ms late and read every 1 ms on the ms: the shifted edges at
+ * x.8 ms fall inside intervals.  The counter at k ms holds the energy up to
+ * k - 2.3 ms (idle before 0).
+ *   - step delay: every edge gives exactly 2.3 ms, spread 0 (the spec's
+ *     delay_ms is 2.5 ms: at 13 ms the interval (12, 13] is 20 % load);
+ *   - energy_j_delay_corrected: 1.05, 3.0, 1.0, 3.0 J exactly: the
+ *     interval holding x.8 is split 0.8 : 0.2 at its neighbours' powers,
+ *     where linear interpolation errs by 200 W x 0.8 x 0.2 x 1 ms at each
+ *     boundary (idle 1.064 J); the spec's energy_j, unshifted, 2.54 J for a
+ *     load;
+ *   - --sensor-delay replaces it, and names an unknown signal.
+ */
+static double sq_energy_j(double t_ms)
+{
+	if (t_ms < 0)
+		return 100 * t_ms * 1e-3;
+	double e = 0;
+	for (int k = 0; k < 2000 && k < t_ms * 20; k++) { /* 0.05 ms slices, exact: edges on x.5 */
+		double a = k * 0.05, b = fmin(a + 0.05, t_ms);
+		e += sq_power((a + b) / 2) * (b - a) * 1e-3;
+	}
+	return e;
+}
+
+static void report_delay_shift(void)
+{
+	struct sb b = { 0 };
+	sb_printf(&b, "time_ns,energy[J]\n");
+	for (int k = 0; k <= 50; k++)
+		sb_printf(&b, "%lld,%.12f\n", (long long)(k * MS), 1000 + sq_energy_j(k - 2.3));
+	struct sa_trace *t = trace_of(b.p);
+	struct sa_phases ph = { 0 };
+	phases_of(sq_phases, &ph);
+	struct sa_report *r;
+	CU_ASSERT_FATAL(t && sa_report_compute(t, &ph, &r, NULL, 0) == 0);
+	const struct sa_sig_char *c = sig_char(r->ch, "energy");
+	CU_ASSERT_EQUAL(c->aliasing, SA_FALSE);
+	ASSERT_NEAR(c->delay_ns, 2.5e6, 0); /* the spec's: the first reading past 10 % */
+	CU_ASSERT_EQUAL(c->step_edges, 4);
+	ASSERT_NEAR(c->step_delay_ns, 2.3e6, 1);
+	ASSERT_NEAR(c->step_delay_spread_ns, 0, 1);
+	CU_ASSERT_EQUAL(r->delay_source, SA_DELAY_STEP);
+	ASSERT_NEAR(r->delay_ns, 2.3e6, 1);
+	/* phases 0..3 shifted lie inside [0, 50] ms; idle [40.5, 50.5) + 2.3 does not, nor run */
+	static const double want[] = { 1.05, 3.0, 1.0, 3.0 }; /* idle [0, 10.5): 10.5 ms x 100 W */
+	double e;
+	for (int i = 0; i < 4; i++) {
+		ASSERT_NEAR(r->ph[i].energy_j_corrected, want[i], 1e-9);
+		CU_ASSERT(r->ph[i].residual_j >= 0 && r->ph[i].residual_j < 1e-6);
+		if (i) /* the spec's, uncorrected (phase 0 is idle all through, shifted or not) */
+			CU_ASSERT(fabs(r->ph[i].energy_j - want[i]) > 0.3);
+	}
+	/* what linear interpolation at the shifted boundaries would make of phase 2 */
+	CU_ASSERT_FATAL(sa_trace_energy(t, 0, 22.8e6, 32.8e6, &e, NULL, 0) == 0);
+	ASSERT_NEAR(e, 1.0 + 2 * 200 * 0.8 * 0.2e-3, 1e-9);
+	CU_ASSERT(isnan(r->ph[4].energy_j_corrected) && isnan(r->ph[4].residual_j));
+	CU_ASSERT(isnan(r->ph[5].energy_j_corrected));
+	json_t *j;
+	CU_ASSERT_FATAL(sa_report_json(r, &j, NULL, 0) == 0);
+	json_t *dc = json_object_get(j, "delay_correction");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(dc, "source")), "characterised");
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(dc, "signal")), "energy");
+	ASSERT_NEAR(json_number_value(json_object_get(dc, "delay_ms")), 2.3, 1e-6);
+	ASSERT_NEAR(json_number_value(json_object_get(json_array_get(json_object_get(j, "phases"), 1),
+						      "energy_j_delay_corrected")), 3.0, 1e-9);
+	json_decref(j);
+	sa_report_free(r);
+
+	/*
+	 * --sensor-delay energy=1.3: the load phase taken 1 ms early holds 1 ms
+	 * of idle, 2.8 J (the split at 11.8 ms sees the mixed (12, 13] on its
+	 * right: 2.8125 J)
+	 */
+	const struct sa_user_delay ud[] = { { "energy", 1.3 } };
+	struct sa_report_opts o = { ud, 1 };
+	CU_ASSERT_FATAL(sa_report_compute_opts(t, &ph, &o, &r, NULL, 0) == 0);
+	CU_ASSERT_EQUAL(r->delay_source, SA_DELAY_USER);
+	ASSERT_NEAR(r->delay_ns, 1.3e6, 0);
+	ASSERT_NEAR(r->ph[1].energy_j_corrected, 2.8, 0.02);
+	sa_report_free(r);
+	/*
+	 * A reader that missed 18..33 ms: the shifted boundaries at 20.8 and
+	 * 30.8 ms share one kept interval, so no split can be trusted there:
+	 * the residual is that interval's energy either side, and covers the
+	 * error; phase 0, far from the gap, stays exact.
+	 */
+	struct sb g = { 0 };
+	sb_printf(&g, "time_ns,energy[J]\n");
+	for (int k = 0; k <= 50; k++)
+		if (k < 18 || k > 33)
+			sb_printf(&g, "%lld,%.12f\n", (long long)(k * MS), 1000 + sq_energy_j(k - 2.3));
+	struct sa_trace *tg = trace_of(g.p);
+	CU_ASSERT_FATAL(tg && sa_report_compute(tg, &ph, &r, NULL, 0) == 0);
+	ASSERT_NEAR(r->delay_ns, 2.3e6, 1); /* the edges at 10.5 and 40.5 still give it */
+	ASSERT_NEAR(r->ph[0].energy_j_corrected, 1.05, 1e-9);
+	for (int i = 1; i < 4; i++) {
+		double err_j = fabs(r->ph[i].energy_j_corrected - want[i]);
+		CU_ASSERT(err_j <= r->ph[i].residual_j);
+		CU_ASSERT(r->ph[i].residual_j > 0.1); /* and says so */
+	}
+	sa_report_free(r);
+	sa_trace_free(tg);
+	free(g.p);
+	const struct sa_user_delay bad[] = { { "power", 1 } };
+	char err[256];
+	o.delay = bad;
+	CU_ASSERT_EQUAL(sa_report_compute_opts(t, &ph, &o, &r, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no signal 'power' (the trace has: energy)"));
+	sa_phases_free(&ph);
+	sa_trace_free(t);
+	free(b.p);
 }
 
 /*
@@ -1033,8 +1164,9 @@ static void characterize_json_keys(void)
 	CU_ASSERT(keys_are(j, root_keys));
 	json_t *sigs = json_object_get(j, "signals");
 	CU_ASSERT_EQUAL(json_object_size(sigs), 3);
-	CU_ASSERT(keys_are(json_object_get(sigs, "zz"), sig_keys));
-	CU_ASSERT(keys_are(json_object_get(sigs, "aa"), sig_keys));
+	static const char *const sig_extra[] = { "step_delay_ms", "step_delay_spread_ms", "step_edges", NULL };
+	CU_ASSERT(keys_are_plus(json_object_get(sigs, "zz"), sig_keys, sig_extra));
+	CU_ASSERT(keys_are_plus(json_object_get(sigs, "aa"), sig_keys, sig_extra));
 	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(sigs, "zz"), "unit")), "W");
 	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(sigs, "aa"), "unit")), "J");
 	/* trace order, not alphabetical */
@@ -1268,6 +1400,21 @@ static void cli(void)
 	json_decref(j);
 	EXPECT_CLI(0, cli_err, "tk.csv:1: column 'x[kJ]': unit kJ is not J, W or ts_ns; ignored", "report", "--trace",
 		   tk, "--phases", p);
+	/* the delay-corrected energy leads the table, labelled with its delay and source */
+	EXPECT_CLI(0, cli_out, "energy_j*: 'energy' shifted by its delay 0.0000 ms (characterised", "report", "--trace",
+		   t, "--phases", p);
+	EXPECT_CLI(0, cli_out, "\"source\": \"--sensor-delay\"", "report", "--trace", t, "--phases", p,
+		   "--sensor-delay", "energy=1.5ms", "--json", "-");
+	j = json_loads(cli_out, 0, &je);
+	ASSERT_NEAR(json_number_value(json_object_get(json_object_get(j, "delay_correction"), "delay_ms")), 1.5, 0);
+	json_decref(j);
+	EXPECT_CLI(1, cli_err, "--sensor-delay: no signal 'power' (the trace has: energy)", "report", "--trace", t,
+		   "--phases", p, "--sensor-delay", "power=1");
+	EXPECT_CLI(64, cli_err, "expected SIGNAL=MS", "report", "--trace", t, "--phases", p, "--sensor-delay", "3");
+	EXPECT_CLI(64, cli_err, "'3s' is not a delay in ms", "report", "--trace", t, "--phases", p, "--sensor-delay",
+		   "energy=3s");
+	EXPECT_CLI(64, cli_err, "belong to `spmtap report`", "characterize", "--trace", t, "--phases", p,
+		   "--sensor-delay", "energy=1");
 
 	/* bad input: status 1, file and line named */
 	EXPECT_CLI(1, cli_err, "bad.csv:4: time_ns 1 is earlier than 2 on line 3", "characterize", "--trace",
@@ -1420,14 +1567,18 @@ static void realistic(void)
 	ASSERT_NEAR(a->delay_ns / 1e6, td, a->update_interval_ms * 1.1);
 	ASSERT_NEAR(a->rise_ns / 1e6, tr_, a->update_interval_ms * 1.1);
 	ASSERT_NEAR(a->fall_ns / 1e6, tr_, a->update_interval_ms * 1.1);
-	double worst_e = 0, worst_ce = 0, worst_ca = 0;
-	size_t ne = 0;
+	double worst_e = 0, worst_ce = 0, worst_ca = 0, worst_dc = 0;
+	size_t ne = 0, ndc = 0;
 	for (size_t i = 0; i < r->nphases; i++) {
 		const struct sa_phase_result *q = &r->ph[i];
 		double truth = strcmp(q->phase->name, "load") ? 100 : 300;
 		if (isfinite(q->energy_j)) {
 			worst_e = fmax(worst_e, fabs(q->energy_j - truth * 0.1) / (truth * 0.1));
 			ne++;
+		}
+		if (isfinite(q->energy_j_corrected)) {
+			worst_dc = fmax(worst_dc, fabs(q->energy_j_corrected - truth * 0.1) / (truth * 0.1));
+			ndc++;
 		}
 		CU_ASSERT(isfinite(q->sig[0].mean_power_w_confident) && isfinite(q->sig[1].mean_power_w_confident));
 		worst_ce = fmax(worst_ce, fabs(q->sig[0].mean_power_w_confident - truth) / truth);
@@ -1439,6 +1590,10 @@ static void realistic(void)
 	printf("\n    phase 1 (load): %.4f J (truth 30 J), %.3f W; window [%+.3f, %+.3f] ms: %.3f W ",
 	       r->ph[1].energy_j, r->ph[1].mean_power_w, (r->ph[1].sig[0].window_start_ns - (double)r->ph[1].phase->start_ns) / 1e6,
 	       (r->ph[1].sig[0].window_end_ns - (double)r->ph[1].phase->end_ns) / 1e6, r->ph[1].sig[0].mean_power_w_confident);
+	printf("\n    delay-corrected (delay %.4f ms): %zu phase energies, worst error %.4f %% ", r->delay_ns / 1e6, ndc,
+	       worst_dc * 100);
+	CU_ASSERT_EQUAL(ndc, R_N);
+	CU_ASSERT(worst_dc < 0.01);
 	CU_ASSERT_EQUAL(ne, R_N);
 	CU_ASSERT(worst_e < 0.02);
 	CU_ASSERT(worst_ce < 0.01);
@@ -1473,6 +1628,7 @@ int main(int argc, char **argv)
 		{ "characterize/json_keys", characterize_json_keys, NULL },
 		{ "report/square_wave", report_square_wave, NULL },
 		{ "report/nulls", report_nulls, NULL },
+		{ "report/delay_shift", report_delay_shift, NULL },
 		{ "report/after_last_reading", report_after_last_reading, NULL },
 		{ "report/realistic", realistic, NULL },
 		{ "cli/characterize_report", cli, need_cli },

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collector/analysis/characterize.h"
+#include "collector/analysis/delay_shift.h"
 #include "log.h"
 
 /* Adjacency of a step's two phases: an idle end within 1 ms of a load start, or the reverse. */
@@ -14,7 +15,13 @@
 
 struct step {
 	int64_t s, e;
+	int64_t prev_s; /* start of the adjacent phase before the step (delay_shift.h's settled stretch) */
 	bool rising;
+};
+
+/* A load or idle phase, by its end: the phase before a step. */
+struct ended {
+	int64_t end, start;
 };
 
 /* A half-open interval [lo, hi) of host ns. */
@@ -38,18 +45,23 @@ static bool is(const struct sa_phase *p, const char *name)
 	return p->name && !strcmp(p->name, name);
 }
 
-/* Whether a sorted array holds a value in [lo, hi]. */
-static bool any_within(const int64_t *v, size_t n, int64_t lo, int64_t hi)
+static int cmp_ended(const void *a, const void *b)
+{
+	return cmp_i64(&((const struct ended *)a)->end, &((const struct ended *)b)->end);
+}
+
+/* The first of a sorted array whose end lies in [lo, hi], or NULL. */
+static const struct ended *any_within(const struct ended *v, size_t n, int64_t lo, int64_t hi)
 {
 	size_t a = 0, b = n;
 	while (a < b) {
 		size_t mid = a + (b - a) / 2;
-		if (v[mid] < lo)
+		if (v[mid].end < lo)
 			a = mid + 1;
 		else
 			b = mid;
 	}
-	return a < n && v[a] <= hi;
+	return a < n && v[a].end <= hi ? &v[a] : NULL;
 }
 
 /*
@@ -58,8 +70,8 @@ static bool any_within(const int64_t *v, size_t n, int64_t lo, int64_t hi)
  */
 static int find_steps(const struct sa_phases *ph, struct step **out, size_t *nout, double *phase_ms)
 {
-	int64_t *load_end = malloc((ph->n ? ph->n : 1) * sizeof(int64_t));
-	int64_t *idle_end = malloc((ph->n ? ph->n : 1) * sizeof(int64_t));
+	struct ended *load_end = malloc((ph->n ? ph->n : 1) * sizeof(*load_end));
+	struct ended *idle_end = malloc((ph->n ? ph->n : 1) * sizeof(*idle_end));
 	double *dur = malloc((ph->n ? ph->n : 1) * sizeof(double));
 	struct step *st = malloc((ph->n ? ph->n : 1) * sizeof(*st));
 	if (!load_end || !idle_end || !dur || !st) {
@@ -73,23 +85,25 @@ static int find_steps(const struct sa_phases *ph, struct step **out, size_t *nou
 	for (size_t i = 0; i < ph->n; i++) {
 		const struct sa_phase *p = &ph->v[i];
 		if (is(p, "load"))
-			load_end[nl++] = p->end_ns;
+			load_end[nl++] = (struct ended){ p->end_ns, p->start_ns };
 		else if (is(p, "idle"))
-			idle_end[ni++] = p->end_ns;
+			idle_end[ni++] = (struct ended){ p->end_ns, p->start_ns };
 		else
 			continue;
 		dur[nd++] = (double)(p->end_ns - p->start_ns);
 	}
-	qsort(load_end, nl, sizeof(*load_end), cmp_i64);
-	qsort(idle_end, ni, sizeof(*idle_end), cmp_i64);
+	qsort(load_end, nl, sizeof(*load_end), cmp_ended);
+	qsort(idle_end, ni, sizeof(*idle_end), cmp_ended);
 	for (size_t i = 0; i < ph->n; i++) {
 		const struct sa_phase *p = &ph->v[i];
 		bool rising = is(p, "load");
 		if (!rising && !is(p, "idle"))
 			continue;
-		const int64_t *other = rising ? idle_end : load_end;
-		if (any_within(other, rising ? ni : nl, p->start_ns - ADJACENT_NS, p->start_ns + ADJACENT_NS))
-			st[ns++] = (struct step){ .s = p->start_ns, .e = p->end_ns, .rising = rising };
+		const struct ended *other = rising ? idle_end : load_end;
+		const struct ended *prev = any_within(other, rising ? ni : nl, p->start_ns - ADJACENT_NS,
+						      p->start_ns + ADJACENT_NS);
+		if (prev)
+			st[ns++] = (struct step){ .s = p->start_ns, .e = p->end_ns, .prev_s = prev->start, .rising = rising };
 	}
 	*phase_ms = sa_median(dur, nd) / 1e6;
 	free(load_end);
@@ -198,6 +212,49 @@ static int timings(const struct sa_signal *s, const struct step *st, size_t nst,
 	return 0;
 }
 
+/*
+ * The equivalent-step delay of every step (delay_shift.h) and their median
+ * and spread.  A stretch is settled from the phase's start plus the
+ * signal's measured settle (delay + max(rise, fall)) and one update more,
+ * for the update grid; the levels must differ by half the contrast.
+ */
+static int step_delay(const struct sa_signal *s, const struct step *st, size_t nst, struct sa_sig_char *c)
+{
+	c->step_delay_ns = c->step_delay_spread_ns = NAN;
+	c->step_edges = 0;
+	double settle = c->delay_meas_ns + fmax(isfinite(c->rise_meas_ns) ? c->rise_meas_ns : 0,
+						isfinite(c->fall_meas_ns) ? c->fall_meas_ns : 0) +
+			c->update_interval_ms * 1e6;
+	double jump = 0.5 * fabs(c->high_w - c->low_w);
+	if (!isfinite(settle) || !(jump > 0))
+		return 0;
+	double *d = malloc((nst ? nst : 1) * sizeof(double));
+	if (!d)
+		return -ENOMEM;
+	size_t n = 0;
+	int64_t set = (int64_t)ceil(settle);
+	for (size_t k = 0; k < nst; k++) {
+		double at;
+		if (!sa_edge_time(s, st[k].prev_s + set, st[k].s, st[k].s + set, st[k].e, jump, &at))
+			d[n++] = at - (double)st[k].s;
+	}
+	c->step_edges = n;
+	if (n) {
+		double med = sa_median(d, n), worst = 0;
+		/*
+		 * The spread is the worst edge, not a robust scatter: an edge whose
+		 * phase marker was late (a recorder preempted while stamping it) is
+		 * exactly the boundary the residual must cover.
+		 */
+		for (size_t k = 0; k < n; k++)
+			worst = fmax(worst, fabs(d[k] - med));
+		c->step_delay_spread_ns = worst;
+		c->step_delay_ns = med;
+	}
+	free(d);
+	return 0;
+}
+
 void sa_characterization_free(struct sa_characterization *c)
 {
 	if (!c)
@@ -234,10 +291,12 @@ int sa_characterize(const struct sa_trace *tr, const struct sa_phases *ph, struc
 		sc->high_w = sc->low_w = NAN;
 		sc->delay_ns = sc->rise_ns = sc->fall_ns = NAN;
 		sc->delay_meas_ns = sc->rise_meas_ns = sc->fall_meas_ns = NAN;
+		sc->step_delay_ns = sc->step_delay_spread_ns = NAN;
 		sc->aliasing = SA_NULL;
 		if (!nst)
 			continue; /* no step: levels, timings and aliasing are null */
-		if (level(s, hi, nhi, &sc->high_w) || level(s, lo, nlo, &sc->low_w) || timings(s, st, nst, sc))
+		if (level(s, hi, nhi, &sc->high_w) || level(s, lo, nlo, &sc->low_w) || timings(s, st, nst, sc) ||
+		    step_delay(s, st, nst, sc))
 			goto out;
 		/* Fewer than two changes: fewer than two updates per phase, whatever T_ph is. */
 		if (!(c->phase_ms >= 2 * sc->update_interval_ms))
@@ -321,6 +380,11 @@ int sa_characterization_json(const struct sa_characterization *c, json_t **out, 
 		put(o, "rise_ms", sa_json_num(s->rise_ns / 1e6), &ok);
 		put(o, "fall_ms", sa_json_num(s->fall_ns / 1e6), &ok);
 		put(o, "aliasing", tristate(s->aliasing), &ok);
+		/* extra keys (delay_shift.h): null when no edge gave one, or when the signal aliases */
+		bool sd = s->aliasing == SA_FALSE && s->step_edges;
+		put(o, "step_delay_ms", sa_json_num(sd ? s->step_delay_ns / 1e6 : NAN), &ok);
+		put(o, "step_delay_spread_ms", sa_json_num(sd ? s->step_delay_spread_ns / 1e6 : NAN), &ok);
+		put(o, "step_edges", json_integer((json_int_t)s->step_edges), &ok);
 	}
 	if (!ok) {
 		json_decref(root);

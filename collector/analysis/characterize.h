@@ -58,6 +58,17 @@ struct sa_sig_char {
 	size_t rising, falling;    /* counted steps of this signal */
 	/* The medians before aliasing nulls them (NAN when nothing counted): for plots and text. */
 	double delay_meas_ns, rise_meas_ns, fall_meas_ns;
+	/*
+	 * Not in the spec: the equivalent-step delay (delay_shift.h), median
+	 * over the steps that gave one, at sub-sample resolution, and its
+	 * spread (the largest distance of a step's value from it, 0 with one:
+	 * a misplaced phase marker shows there).  What report
+	 * shifts the series by; the spec's delay_ns is the first reading past
+	 * 10 %, up to one update later.  NAN: no step gave one.  JSON:
+	 * step_delay_ms, step_delay_spread_ms (null when aliasing), step_edges.
+	 */
+	double step_delay_ns, step_delay_spread_ns;
+	size_t step_edges;
 };
 
 struct sa_characterization {

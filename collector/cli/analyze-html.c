@@ -124,7 +124,7 @@ static int characterization(struct html_doc *d, const struct sa_characterization
 
 static int phases(struct html_doc *d, const struct sa_report *rep, int64_t t0, char *err, size_t errlen)
 {
-	size_t ncols = 5 + rep->nsignals, rows = rep->nphases < HTML_MAX_ROWS ? rep->nphases : HTML_MAX_ROWS;
+	size_t ncols = 7 + rep->nsignals, rows = rep->nphases < HTML_MAX_ROWS ? rep->nphases : HTML_MAX_ROWS;
 	const char **hdr = calloc(ncols, sizeof(*hdr));
 	char **names = calloc(rep->nsignals + 1, sizeof(*names));
 	struct cells c = { 0 };
@@ -133,26 +133,37 @@ static int phases(struct html_doc *d, const struct sa_report *rep, int64_t t0, c
 		hdr[0] = "phase";
 		hdr[1] = "start [s]";
 		hdr[2] = "duration [ms]";
-		hdr[3] = "energy [J]";
-		hdr[4] = "mean [W]";
+		/* the delay-corrected energy leads (docs/analysis.md, "Delay-aware attribution") */
+		hdr[3] = "energy, delay-corrected [J]";
+		hdr[4] = "± [J]";
+		hdr[5] = "energy as read [J]";
+		hdr[6] = "mean as read [W]";
 	}
 	for (size_t k = 0; !rc && k < rep->nsignals; k++)
 		if (asprintf(&names[k], "%s confident [W]", rep->ch->sig[k].name) < 0)
 			rc = -ENOMEM;
 		else
-			hdr[5 + k] = names[k];
+			hdr[7 + k] = names[k];
 	for (size_t p = 0; !rc && p < rows; p++) {
 		const struct sa_phase_result *r = &rep->ph[p];
 		rc = add(&c, "%s", r->phase->name) || add_num(&c, (double)(r->phase->start_ns - t0) / 1e9, 6) ||
-		     add_num(&c, r->duration_ms, 3) || add_num(&c, r->energy_j, 4) || add_num(&c, r->mean_power_w, 3)
+		     add_num(&c, r->duration_ms, 3) || add_num(&c, r->energy_j_corrected, 4) ||
+		     add_num(&c, r->residual_j, 6) || add_num(&c, r->energy_j, 4) || add_num(&c, r->mean_power_w, 3)
 			     ? -ENOMEM : 0;
 		for (size_t k = 0; !rc && k < rep->nsignals; k++)
 			rc = add_num(&c, r->sig[k].mean_power_w_confident, 3);
 	}
-	char cap[160];
-	snprintf(cap, sizeof(cap), "%zu phases%s; energy from the %s", rep->nphases,
+	char cap[400], dl[200] = "";
+	if (rep->energy_signal >= 0 && rep->delay_source != SA_DELAY_NONE)
+		snprintf(dl, sizeof(dl), "; delay-corrected: shifted by its delay %.4f ms (%s), ± its residual error; "
+			 "as read: no delay correction", rep->delay_ns / 1e6, sa_delay_source_name(rep->delay_source));
+	else if (rep->energy_signal >= 0)
+		snprintf(dl, sizeof(dl), "; no delay known (not characterised: no load/idle square wave, or it aliases; give "
+			 "--sensor-delay): as read "
+			 "only, its phase boundaries late by the sensor's delay");
+	snprintf(cap, sizeof(cap), "%zu phases%s; energy from the %s%s", rep->nphases,
 		 rows < rep->nphases ? " (the first 500 shown; all are in --json)" : "",
-		 rep->energy_signal >= 0 ? "first energy counter (dE/dt)" : "(no energy counter)");
+		 rep->energy_signal >= 0 ? "first energy counter (dE/dt)" : "(no energy counter)", dl);
 	if (!rc)
 		rc = html_heading(d, 2, "phases", "Phases", err, errlen);
 	if (!rc && rows)

@@ -33,6 +33,10 @@ struct ana_args {
 	const char *metrics[ANA_MAX_DEFS]; /* --metrics FILE */
 	size_t nmetrics;
 	bool no_builtins;      /* --no-builtin-metrics */
+	bool accept_truncated; /* --accept-truncated (analyze-truth.h) */
+	struct sa_user_delay delay[ANA_MAX_DEFS]; /* --sensor-delay SIGNAL=MS (report) */
+	char delay_name[ANA_MAX_DEFS][64];        /* their signal names */
+	size_t ndelay;
 	double min_coverage;   /* --min-coverage: below it a phase gets no value (PC_MIN_COVERAGE) */
 };
 
@@ -45,6 +49,7 @@ struct ana_in {
 	/* Recording only: metric sets per r->gpu[] entry (NULL: no SPM) and the counters per phase. */
 	struct mx_set *mx[REC_MAX_GPUS];
 	struct pc_result *pc;
+	int truth_status;          /* ana_truth's: the exit status when all else went well */
 	double min_coverage;       /* what pc was computed with */
 };
 

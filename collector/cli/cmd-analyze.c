@@ -25,6 +25,7 @@
 #include "collector/analysis/report.h"
 #include "collector/analysis/sensor_trace.h"
 #include "collector/cli/analyze.h"
+#include "collector/cli/analyze-truth.h"
 #include "collector/cli/cli.h"
 
 const char cmd_characterize_usage[] =
@@ -35,22 +36,28 @@ const char cmd_characterize_usage[] =
 	"wave of `load` and `idle` phases: update interval, levels, delay, 10-90 %\n"
 	"rise, 90-10 % fall and aliasing (docs/cli/spmtap-characterize.md).\n"
 	"\n"
-	"  RECORDING         a recording (record -d DIR -f csv): its power and energy\n"
-	"                    series and its phases (DIR, DIR/NAME or NAME_meta.json)\n"
+	"  RECORDING         a recording (record -d DIR -f csv or -f sqlite): its power\n"
+	"                    and energy series and its phases (DIR, DIR/NAME,\n"
+	"                    NAME_meta.json or NAME.db)\n"
 	"  --trace T.csv     spmtap-sensor-trace v1: time_ns,NAME[J],NAME[W],NAME[ts_ns]\n"
 	"                    (docs/formats/sensor-trace.md)\n"
 	"  --phases P.csv    start_ns,end_ns,name; with RECORDING, instead of its own\n"
 	"  --json OUT.json   write the results as JSON; - for standard output (then\n"
 	"                    no table is printed)\n"
+	ANA_ACCEPT_USAGE
 	"\n"
+	"What RECORDING's files hold against its metadata is noted on standard\n"
+	"error first (docs/analysis.md).\n"
 	"A table of the results goes to standard output.\n"
 	"Exit status: 0 done; 1 bad input (the message names file and line) or an\n"
-	"output error; 64 bad command line.\n";
+	"output error; 64 bad command line; 65 the recording is truncated or\n"
+	"disagrees with its metadata (results of what is there are still written).\n";
 
 const char cmd_report_usage[] =
 	"usage: spmtap report --trace T.csv --phases P.csv [--json OUT.json] [--html OUT.html]\n"
 	"       spmtap report RECORDING [--phases P.csv] [--json OUT.json] [--html OUT.html]\n"
 	"                     [--metric NAME=EXPR]... [--metrics FILE]... [--no-builtin-metrics]\n"
+	"                     [--sensor-delay SIGNAL=MS]...\n"
 	"\n"
 	"Per phase: the energy from the trace's first energy counter, the mean\n"
 	"power, and each signal's mean power over the phase's confidence window\n"
@@ -59,8 +66,9 @@ const char cmd_report_usage[] =
 	"With a RECORDING, also each GPU's energy, SPM counter totals and mean\n"
 	"rates, and derived metrics per phase (docs/metrics.md).\n"
 	"\n"
-	"  RECORDING         a recording (record -d DIR -f csv): its sensor series,\n"
-	"                    counters and phases (DIR, DIR/NAME or NAME_meta.json)\n"
+	"  RECORDING         a recording (record -d DIR -f csv or -f sqlite): its sensor\n"
+	"                    series, counters and phases (DIR, DIR/NAME, NAME_meta.json\n"
+	"                    or NAME.db)\n"
 	"  --trace T.csv     spmtap-sensor-trace v1: time_ns,NAME[J],NAME[W],NAME[ts_ns]\n"
 	"                    (docs/formats/sensor-trace.md)\n"
 	"  --phases P.csv    start_ns,end_ns,name; with RECORDING, instead of its own\n"
@@ -71,20 +79,57 @@ const char cmd_report_usage[] =
 	"  --metric NAME=EXPR  a derived metric over the counters (repeatable)\n"
 	"  --metrics FILE    metric definitions, one NAME = EXPR per line (repeatable)\n"
 	"  --no-builtin-metrics  only the metrics given, not the built-in set\n"
+	ANA_ACCEPT_USAGE
+	"  --sensor-delay SIGNAL=MS  the sensor's delay, instead of the one\n"
+	"                    characterised: energy_j* (delay-corrected) is the energy\n"
+	"                    over [start + MS, end + MS] (docs/analysis.md)\n"
 	"  --min-coverage F  a phase whose SPM samples cover less than F (0..1,\n"
 	"                    default 0.9) of it gets no value, only the reason\n"
 	"\n"
-	"A coverage section (lost stretches, saturated counters, sensor windows\n"
-	"without readings) comes before the tables.\n"
-	"Tables of the characterisation, the phases and (RECORDING) the counters\n"
+	"What RECORDING's files hold against its metadata is noted on standard\n"
+	"error first (docs/analysis.md).  A coverage section (lost stretches,\n"
+	"saturated counters, sensor windows without readings) opens the tables.\n"
+	"energy_j* leads: the energy with the energy counter's delay taken out, and\n"
+	"its residual error (+-); energy_j is the counter as read (the spec's).\n"	"Tables of the characterisation, the phases and (RECORDING) the counters\n"
 	"and metrics go to standard output.\n"
 	"Exit status: 0 done; 1 bad input (the message names file and line, or the\n"
-	"metric and column) or an output error; 64 bad command line.\n";
+	"metric and column) or an output error; 64 bad command line; 65 the\n"
+	"recording is truncated or disagrees with its metadata (results of what is\n"
+	"there are still written).\n";
+
+/* --sensor-delay SIGNAL=MS: a name and a delay in ms (an "ms" suffix allowed), at most 10 s either way. */
+static int parse_delay(const char *cmd, const char *arg, struct ana_args *a)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	if (a->ndelay == ANA_MAX_DEFS) {
+		fprintf(stderr, "spmtap %s: --sensor-delay: at most %d\n", cmd, ANA_MAX_DEFS);
+		return -1;
+	}
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(a->delay_name[0])) {
+		fprintf(stderr, "spmtap %s: --sensor-delay '%s': expected SIGNAL=MS, e.g. energy=3.2\n", cmd, arg);
+		return -1;
+	}
+	errno = 0;
+	double ms = strtod(eq + 1, &end);
+	if (end != eq + 1 && !strcmp(end, "ms"))
+		end += 2;
+	if (end == eq + 1 || *end || errno || !isfinite(ms) || fabs(ms) > 1e4) {
+		fprintf(stderr, "spmtap %s: --sensor-delay '%s': '%s' is not a delay in ms (up to 10000)\n", cmd, arg,
+			eq + 1);
+		return -1;
+	}
+	size_t k = a->ndelay++;
+	memcpy(a->delay_name[k], arg, (size_t)(eq - arg));
+	a->delay_name[k][eq - arg] = 0;
+	a->delay[k] = (struct sa_user_delay){ .signal = a->delay_name[k], .delay_ms = ms };
+	return 0;
+}
 
 /* -1: go on; otherwise the exit status (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
 {
-	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_MINCOV };
+	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT, O_DELAY, O_MINCOV };
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "phases", required_argument, NULL, O_PHASES },
@@ -93,6 +138,8 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		{ "metric", required_argument, NULL, O_METRIC },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "no-builtin-metrics", no_argument, NULL, O_NOBUILTIN },
+		{ ANA_ACCEPT_OPTION, no_argument, NULL, O_ACCEPT },
+		{ "sensor-delay", required_argument, NULL, O_DELAY },
 		{ "min-coverage", required_argument, NULL, O_MINCOV },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -123,6 +170,12 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 			break;
 		}
 		case O_NOBUILTIN: a->no_builtins = true; report_only = true; break;
+		case O_ACCEPT: a->accept_truncated = true; break;
+		case O_DELAY:
+			if (parse_delay(cmd, optarg, a))
+				return EXIT_USAGE;
+			report_only = true;
+			break;
 		case O_MINCOV: {
 			char *end;
 			errno = 0;
@@ -153,8 +206,8 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		return EXIT_USAGE;
 	}
 	if (report_only && !report) {
-		fprintf(stderr, "spmtap %s: --html, --min-coverage and the metric options belong to `spmtap report`\n%s",
-			cmd, usage);
+		fprintf(stderr, "spmtap %s: --html, --sensor-delay, --min-coverage and the metric options belong to "
+			"`spmtap report`\n%s", cmd, usage);
 		return EXIT_USAGE;
 	}
 	if (a->recording && a->trace) {
@@ -194,8 +247,14 @@ static int recording_trace(const char *cmd, struct ana_in *in)
 	char err[512];
 	int rc = rec_trace(in->rec, &in->tr, err, sizeof(err));
 	if (rc == -ENOENT) {
-		fprintf(stderr, "spmtap %s: note: %s has no power or energy series (record with --smi power,energy)\n",
-			cmd, in->rec->base);
+		/* not the user's doing when the recording asked for sensors (a killed run, a cut file) */
+		if (rec_smi_requested(in->rec))
+			fprintf(stderr, "spmtap %s: note: %s holds no power or energy readings although the recording "
+				"asked for them%s\n", cmd, in->rec->base,
+				in->rec->truth.nnotes ? " (see the notes above)" : "");
+		else
+			fprintf(stderr, "spmtap %s: note: %s has no power or energy series (record with --smi "
+				"power,energy)\n", cmd, in->rec->base);
 		rc = sa_trace_new(&in->tr, err, sizeof(err));
 	}
 	if (rc) {
@@ -258,7 +317,10 @@ static int load_inputs(const char *cmd, const struct ana_args *a, struct ana_in 
 	int rc = 0;
 	if (a->recording) {
 		rc = rec_load(a->recording, &in->rec, err, sizeof(err));
+		if (rc)
+			return ana_load_failed(cmd, rc, err);
 		if (!rc) {
+			in->truth_status = ana_truth(cmd, in->rec, a->accept_truncated);
 			in->what = in->rec->base;
 			if (recording_trace(cmd, in) != EXIT_OK) {
 				inputs_free(in);
@@ -325,35 +387,57 @@ static void print_characterization(const struct sa_characterization *c)
 	char b[9][48];
 	printf("T_ph (median load/idle phase): %s ms; steps: %zu rising, %zu falling\n",
 	       ana_cell(b[0], sizeof(b[0]), c->phase_ms, 3), c->rising_steps, c->falling_steps);
-	printf("%-20s %-4s %10s %8s %10s %10s %9s %9s %9s  %s\n", "signal", "unit", "update_ms", "changes",
-	       "high_w", "low_w", "delay_ms", "rise_ms", "fall_ms", "aliasing");
+	printf("%-20s %-4s %10s %8s %10s %10s %9s %9s %9s %9s  %s\n", "signal", "unit", "update_ms", "changes",
+	       "high_w", "low_w", "delay_ms", "rise_ms", "fall_ms", "step_ms", "aliasing");
 	for (size_t i = 0; i < c->n; i++) {
 		const struct sa_sig_char *s = &c->sig[i];
 		char why[32] = "";
 		if (s->aliasing == SA_TRUE)
 			snprintf(why, sizeof(why), "yes (%s%s%s)", s->alias_why & SA_ALIAS_A ? "a" : "",
 				 s->alias_why & SA_ALIAS_B ? "b" : "", s->alias_why & SA_ALIAS_C ? "c" : "");
-		printf("%-20s %-4s %10s %8llu %10s %10s %9s %9s %9s  %s\n", s->name, sa_unit_name(s->unit),
+		/* step_ms: the equivalent-step delay report shifts by (null while aliasing, as in the JSON) */
+		double step = s->aliasing == SA_FALSE && s->step_edges ? s->step_delay_ns / 1e6 : NAN;
+		printf("%-20s %-4s %10s %8llu %10s %10s %9s %9s %9s %9s  %s\n", s->name, sa_unit_name(s->unit),
 		       ana_cell(b[1], sizeof(b[1]), s->update_interval_ms, 3), (unsigned long long)s->changes,
 		       ana_cell(b[2], sizeof(b[2]), s->high_w, 3), ana_cell(b[3], sizeof(b[3]), s->low_w, 3),
 		       ana_cell(b[4], sizeof(b[4]), s->delay_ns / 1e6, 3), ana_cell(b[5], sizeof(b[5]), s->rise_ns / 1e6, 3),
-		       ana_cell(b[6], sizeof(b[6]), s->fall_ns / 1e6, 3),
+		       ana_cell(b[6], sizeof(b[6]), s->fall_ns / 1e6, 3), ana_cell(b[7], sizeof(b[7]), step, 4),
 		       s->aliasing == SA_NULL ? "-" : s->aliasing == SA_TRUE ? why : "no");
 	}
 }
 
+/* What energy_j* is: the delay it was shifted by and where that came from, or why there is none. */
+static void print_delay(const struct sa_report *r)
+{
+	if (r->energy_signal < 0)
+		return;
+	const char *sig = r->ch->sig[r->energy_signal].name;
+	if (r->delay_source == SA_DELAY_NONE) {
+		printf("\nenergy_j*: no delay known for '%s' (not characterised: no load/idle square wave in the "
+		       "phases, or it aliases; give --sensor-delay %s=MS): energy_j is as read, its phase boundaries "
+		       "late by the sensor's delay\n", sig, sig);
+		return;
+	}
+	printf("\nenergy_j*: '%s' shifted by its delay %.4f ms (%s%s), boundaries split at the neighbouring "
+	       "powers; +-j: residual error; energy_j: as read, no delay correction\n", sig, r->delay_ns / 1e6,
+	       sa_delay_source_name(r->delay_source), r->delay_source == SA_DELAY_STEP ? ", equivalent step" : "");
+}
+
 static void print_report(const struct sa_report *r)
 {
-	char b[4][48];
-	printf("\n%-16s %20s %12s %10s %10s", "phase", "start_ns", "duration_ms", "energy_j", "mean_w");
+	char b[6][48];
+	print_delay(r);
+	printf("\n%-16s %20s %12s %10s %8s %10s %10s", "phase", "start_ns", "duration_ms", "energy_j*", "+-j",
+	       "energy_j", "mean_w");
 	for (size_t k = 0; k < r->nsignals; k++)
 		printf("  %12s %-6s", r->ch->sig[k].name, "conf_w");
 	putchar('\n');
 	for (size_t i = 0; i < r->nphases; i++) {
 		const struct sa_phase_result *p = &r->ph[i];
-		printf("%-16s %20lld %12s %10s %10s", p->phase->name, (long long)p->phase->start_ns,
-		       ana_cell(b[0], sizeof(b[0]), p->duration_ms, 3), ana_cell(b[1], sizeof(b[1]), p->energy_j, 4),
-		       ana_cell(b[2], sizeof(b[2]), p->mean_power_w, 3));
+		printf("%-16s %20lld %12s %10s %8s %10s %10s", p->phase->name, (long long)p->phase->start_ns,
+		       ana_cell(b[0], sizeof(b[0]), p->duration_ms, 3),
+		       ana_cell(b[4], sizeof(b[4]), p->energy_j_corrected, 4), ana_cell_g(b[5], sizeof(b[5]), p->residual_j),
+		       ana_cell(b[1], sizeof(b[1]), p->energy_j, 4), ana_cell(b[2], sizeof(b[2]), p->mean_power_w, 3));
 		for (size_t k = 0; k < r->nsignals; k++)
 			printf("  %19s", ana_cell(b[3], sizeof(b[3]), p->sig[k].mean_power_w_confident, 3));
 		putchar('\n');
@@ -381,7 +465,8 @@ static int run_characterize(const char *cmd, const struct ana_args *a, struct an
 	}
 	int rc = EXIT_OK;
 	if (a->json) {
-		if (sa_characterization_json(c, &j, err, sizeof(err))) {
+		if (sa_characterization_json(c, &j, err, sizeof(err)) ||
+		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec)))) {
 			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 			rc = EXIT_FAIL;
 		} else {
@@ -402,13 +487,15 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 	char err[512];
 	struct sa_report *r;
 	json_t *j = NULL;
-	if (sa_report_compute(in->tr, in->ph, &r, err, sizeof(err))) {
+	struct sa_report_opts o = { .delay = a->delay, .ndelay = a->ndelay };
+	if (sa_report_compute_opts(in->tr, in->ph, &o, &r, err, sizeof(err))) {
 		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 		return EXIT_FAIL;
 	}
 	int rc = in->rec ? ana_counters_compute(cmd, a, in) : EXIT_OK;
 	if (!rc && a->json) {
-		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err)))) {
+		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err))) ||
+		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec)))) {
 			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 			rc = EXIT_FAIL;
 		} else {
@@ -424,7 +511,7 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 		}
 	}
 	if (!rc && (!a->json || strcmp(a->json, "-"))) {
-		/* TODO(reader): the truth notes of analyze-truth.c (truncated/incomplete input) go first, here */
+		/* the recording's truth notes went to standard error at load (analyze-truth.c); coverage opens stdout */
 		ana_coverage_print(stdout, in, r, a->min_coverage);
 		print_characterization(r->ch);
 		print_report(r);
@@ -448,6 +535,8 @@ static int analyze(int argc, char **argv, const char *usage, bool report)
 	if (rc)
 		return rc;
 	rc = report ? run_report(argv[0], &a, &in) : run_characterize(argv[0], &a, &in);
+	if (!rc)
+		rc = in.truth_status;
 	inputs_free(&in);
 	return rc;
 }
