@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collector/analysis/phase_counters.h"
 #include "collector/analysis/recording.h"
 #include "collector/analysis/sensor_trace.h"
 #include "lib/files.h"
@@ -902,6 +903,75 @@ static void threshold(void)
 }
 
 /*
+ * pc_cover_of on a stream whose clock drops (SPM counts SCLK cycles: a GPU
+ * at a lower clock samples more slowly) and that loses samples: 100 samples
+ * 10 ticks apart, then 100 samples 40 apart with 5 missing after the 150th
+ * (a step of 240), then 50 at 10 again with 3 missing (a step of 40 among
+ * steps of 10).  1 tick = 1 ns here.  The slow stretch is no loss; the two
+ * gaps are, with the samples they held.
+ */
+static void cover_clock_change(void)
+{
+	struct rec_table t = { 0 };
+	int64_t ts[260], tk[260];
+	size_t n = 0;
+	int64_t x = 1000;
+	for (int i = 0; i < 100; i++, x += 10)
+		ts[n++] = x;
+	for (int i = 0; i < 100; i++) {
+		x += 30; /* 40 from the previous sample, with the +10 of the loop above on the first */
+		ts[n++] = x;
+		x += 10;
+		if (i == 49)
+			x += 5 * 40; /* 5 samples lost */
+	}
+	x += 30; /* back at 10: the first fast step is 40 from the last slow sample, no loss */
+	for (int i = 0; i < 50; i++, x += 10) {
+		if (i == 25)
+			x += 3 * 10; /* 3 samples lost */
+		ts[n++] = x;
+	}
+	for (size_t i = 0; i < n; i++)
+		tk[i] = ts[i];
+	t.n = n;
+	t.t_ns = ts;
+	t.ticks = tk;
+	struct pc_period per;
+	pc_period_of(&t, &per);
+	struct pc_cover c;
+	/* [first, 100th sample]: fast, whole */
+	pc_cover_of(&t, &per, ts[0], ts[99] + 1, 0, 100, &c);
+	CU_ASSERT_EQUAL(c.nlost, 0);
+	CU_ASSERT_EQUAL(c.coverage, 1);
+	/* the slow stretch before its gap: whole, not "lost three in four" */
+	pc_cover_of(&t, &per, ts[100], ts[149] + 1, 100, 150, &c);
+	CU_ASSERT_EQUAL(c.nlost, 0);
+	CU_ASSERT_EQUAL(c.coverage, 1);
+	/* across the slow gap: 5 lost */
+	pc_cover_of(&t, &per, ts[140], ts[160] + 1, 140, 161, &c);
+	CU_ASSERT_EQUAL(c.nlost, 1);
+	CU_ASSERT_EQUAL(c.expected - c.present, 5);
+	CU_ASSERT_EQUAL(c.lost_ns, 200);
+	/* back to fast: the change itself is no loss; the fast gap is 3 */
+	pc_cover_of(&t, &per, ts[190], ts[n - 1] + 1, 190, n, &c);
+	CU_ASSERT_EQUAL(c.nlost, 1);
+	CU_ASSERT_EQUAL(c.expected - c.present, 3);
+	if (c.nlost != 1 || c.expected - c.present != 3)
+		fprintf(stderr, "\n    fast end: %zu stretches, %zu of %zu ", c.nlost, c.present, c.expected);
+	/* a phase past the end: none of its slots is there, and the reason says where the stream ended */
+	pc_cover_of(&t, &per, ts[n - 1] + 100, ts[n - 1] + 200, n, n, &c);
+	CU_ASSERT_EQUAL(c.present, 0);
+	CU_ASSERT_EQUAL(c.expected, 10);
+	CU_ASSERT(c.after_last);
+	char why[192];
+	pc_cover_reason(&c, why, sizeof(why));
+	char want[96];
+	snprintf(want, sizeof(want), "no samples after %lld ns (the stream ends there)", (long long)ts[n - 1]);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, want));
+	CU_ASSERT(!strncmp(why, "coverage 0 %", 12));
+}
+
+/*
  * The same checks on an SQLite recording, once the analysis reads them (the
  * `reader` part of issue 14): skipped while rec_load of a .db fails.
  */
@@ -975,6 +1045,7 @@ int main(int argc, char **argv)
 		{ "sensor_gaps", sensor_gaps, NULL },
 		{ "saturation", saturation, NULL },
 		{ "threshold", threshold, NULL },
+		{ "cover_clock_change", cover_clock_change, NULL },
 		{ "sqlite_loss", sqlite_loss, sqlite_requires },
 		{ NULL, NULL, NULL },
 	};

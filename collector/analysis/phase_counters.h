@@ -38,7 +38,9 @@ struct pc_stretch {
  * where expected = present + the samples due in the stretches without any
  * (gaps in gpu_ticks longer than 1.5 sample periods, and the parts of the
  * phase before the stream's first or after its last sample).  The period is
- * the stream's median tick (and host-time) spacing.
+ * the spacing of the steps around (the larger median of the 8 before and the
+ * 8 after): the SPM interval counts SCLK cycles, so a GPU that lowers its
+ * clock samples more slowly, and that is no loss.
  */
 struct pc_cover {
 	size_t present, expected;

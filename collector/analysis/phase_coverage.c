@@ -2,11 +2,12 @@
 /*
  * How much of a phase one SPM stream covers (phase_counters.h, struct
  * pc_cover): the samples the file holds against the samples that were due.
- * A sample is due every period (the stream's median spacing); where the
- * gpu_ticks of two neighbours are more than 1.5 periods apart, the samples
- * between them were lost (the decoder's own rule for lost samples,
- * docs/decode-csv.md "Gaps"), and before the stream's first or after its last
- * sample none was recorded at all (a late start, a truncated file).
+ * A sample is due every period (the spacing of the samples around it: the
+ * SCLK-counted interval follows the shader clock); where the gpu_ticks of
+ * two neighbours are more than 1.5 periods apart, the samples between them
+ * were lost (the decoder's own rule for lost samples, docs/decode-csv.md
+ * "Gaps"), and before the stream's first or after its last sample none was
+ * recorded at all (a late start, a truncated file).
  */
 #include <limits.h>
 #include <math.h>
@@ -57,6 +58,41 @@ static void add_stretch(struct pc_cover *c, int64_t a, int64_t b, long long slot
 	c->lost_ns += (int64_t)llround((double)slots * period_ns);
 }
 
+/*
+ * The sample spacing where it matters.  The SPM interval counts SCLK
+ * cycles and the timestamps a fixed clock, so the spacing follows the shader
+ * clock: a GPU that drops its clock at idle samples more slowly there.  A
+ * step is measured against the steps around it, not against the stream's
+ * median: the larger of the medians of the LOCAL_STEPS steps before and
+ * after (a clock change makes one side as slow as the step; a gap is longer
+ * than both).
+ */
+#define LOCAL_STEPS 8
+
+/* Step k of t (k >= 1): in ticks when both samples have them, else in host ns. */
+static double step_of(const struct rec_table *t, bool ticks, size_t k)
+{
+	return ticks ? (double)(t->ticks[k] - t->ticks[k - 1]) : (double)(t->t_ns[k] - t->t_ns[k - 1]);
+}
+
+/* Median of steps [a, b) (at most LOCAL_STEPS of them); 0 without any. */
+static double steps_median(const struct rec_table *t, bool ticks, size_t a, size_t b)
+{
+	double d[LOCAL_STEPS];
+	size_t m = 0;
+	for (size_t k = a; k < b && m < LOCAL_STEPS; k++)
+		d[m++] = step_of(t, ticks, k);
+	return m ? sa_median(d, m) : 0;
+}
+
+/* The spacing around step k: max(median before, median after), in the unit of step_of(). */
+static double local_step(const struct rec_table *t, bool ticks, size_t k)
+{
+	double before = steps_median(t, ticks, k > LOCAL_STEPS ? k - LOCAL_STEPS : 1, k);
+	double after = steps_median(t, ticks, k + 1, k + 1 + LOCAL_STEPS < t->n ? k + 1 + LOCAL_STEPS : t->n);
+	return fmax(before, after);
+}
+
 /* Slots at x0 + j * P, j in [jlo, jhi], that lie in [s, e). */
 static long long slots_in(double x0, double P, long long jlo, long long jhi, double s, double e)
 {
@@ -88,7 +124,9 @@ void pc_cover_of(const struct rec_table *t, const struct pc_period *p, int64_t s
 		return;
 	}
 	const long long inf = LLONG_MAX / 4;
-	if (lo == 0 && t->n) { /* before the first sample: slots t0 - j P */
+	if (lo == 0 && t->n) { /* before the first sample: slots t0 - j P, P the spacing at the start */
+		double P0 = steps_median(t, false, 1, t->n < 1 + LOCAL_STEPS ? t->n : 1 + LOCAL_STEPS);
+		P = P0 > 0 ? P0 : p->ns;
 		double t0 = (double)t->t_ns[0];
 		long long jmax = (long long)floor((t0 - s) / P), jmin = (long long)floor((t0 - e) / P) + 1;
 		if (jmin < 1)
@@ -102,17 +140,28 @@ void pc_cover_of(const struct rec_table *t, const struct pc_period *p, int64_t s
 	size_t k0 = lo ? lo : 1, k1 = hi < t->n ? hi : t->n - 1;
 	for (size_t k = k0; t->n >= 2 && k <= k1; k++) {
 		bool ticks = p->ticks > 0 && t->ticks[k] >= 0 && t->ticks[k - 1] >= 0;
-		double step = ticks ? (double)(t->ticks[k] - t->ticks[k - 1]) / p->ticks
-				    : (double)(t->t_ns[k] - t->t_ns[k - 1]) / P;
-		if (!(step > GAP_PERIODS))
+		double step = step_of(t, ticks, k);
+		/* cheap first: a gap is longer than a neighbouring step by half; then against the steps around */
+		double nb = k >= 2 ? step_of(t, ticks, k - 1) : step;
+		if (k + 1 < t->n)
+			nb = fmin(nb, step_of(t, ticks, k + 1));
+		if (!(step > GAP_PERIODS * nb))
 			continue;
-		long long m = llround(step) - 1;
-		long long n = slots_in((double)t->t_ns[k - 1], P, 1, m, s, e);
+		double loc = local_step(t, ticks, k);
+		if (!(loc > 0) || !(step > GAP_PERIODS * loc))
+			continue;
+		long long m = llround(step / loc) - 1;
+		double Pk = ticks ? loc * (p->ns / p->ticks) : loc; /* in host ns */
+		if (!(Pk > 0))
+			Pk = p->ns;
+		long long n = slots_in((double)t->t_ns[k - 1], Pk, 1, m, s, e);
 		int64_t a = t->t_ns[k - 1] > start_ns ? t->t_ns[k - 1] : start_ns;
 		int64_t b = t->t_ns[k] < end_ns ? t->t_ns[k] : end_ns;
-		add_stretch(c, a, b, n, P);
+		add_stretch(c, a, b, n, Pk);
 	}
-	if (hi == t->n && t->n) { /* after the last sample: slots tl + j P */
+	if (hi == t->n && t->n) { /* after the last sample: slots tl + j P, P the spacing at the end */
+		double Pn = steps_median(t, false, t->n > 1 + LOCAL_STEPS ? t->n - LOCAL_STEPS : 1, t->n);
+		P = Pn > 0 ? Pn : p->ns;
 		double tl = (double)t->t_ns[t->n - 1];
 		long long n = slots_in(tl, P, 1, inf, s, e);
 		if (n > 0) {
