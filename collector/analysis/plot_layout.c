@@ -89,6 +89,11 @@ static void data_range(const struct plot_figure *f, const struct plot_xmap *xm, 
 		lo = 0;
 		hi = 1;
 	}
+	/* the baseline: a steady 500 W must not read as swings between 499 and 501 */
+	lo = fmin(lo, 0);
+	hi = fmax(hi, 0);
+	if (hi <= lo && lo == 0 && isnan(f->panel[p].ymin))
+		hi = 1; /* all zero: 0 at the bottom, not in the middle of [-1, 1] */
 	if (!isnan(f->panel[p].ymin))
 		lo = f->panel[p].ymin;
 	if (!isnan(f->panel[p].ymax))
@@ -113,6 +118,8 @@ static double legend_width(const struct plot_figure *f, cairo_t *cr)
 		snprintf(buf, sizeof(buf), s->unit && *s->unit ? "%s [%s]" : "%s", s->name, s->unit);
 		w = fmax(w, text_w(cr, buf, 12));
 	}
+	for (size_t i = 0; i < f->nphases; i++)
+		w = fmax(w, text_w(cr, f->phases[i].label, 12));
 	return w + 34; /* swatch 24 + gap 6 + padding */
 }
 
