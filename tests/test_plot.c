@@ -24,7 +24,10 @@
 #include "browser.h"
 #include "collector/analysis/html.h"
 #include "collector/analysis/plot.h"
+#include "collector/analysis/figure.h"
 #include "collector/analysis/plot_internal.h"
+#include "collector/analysis/recording.h"
+#include "proc.h"
 #include "testenv.h"
 
 #define NPHASES 5
@@ -815,6 +818,443 @@ static void png_in_chromium(void)
 	synth_free(&s);
 }
 
+/* ---- an app-marker recording on the emulated MI300A ------------------------------------------ */
+
+/*
+ * tests/helpers/marker_app, 1 thread, 6 iterations of 80 ms: phases
+ * "t0/iter" back to back (adjacent: one ends where the next begins) with
+ * "t0/inner0".."t0/inner5" inside them, 7 names.  The emulated MI300A at
+ * the default interval with a constant load: TCC_HIT saturates in every
+ * sample (plan14 contract 1: a NAN cell), SQ_WAVES is dense (~15.6 us per
+ * sample, some 30,000 samples for ~900 px) and, with
+ * SPMTAP_EMU_INJECT_DROP, has a lost stretch of ~85 ms (2 MB per XCC).
+ * Recorded once; the cases below look at what spmtap plot draws of it.
+ */
+#define APP_ITERS 6
+static char app_dir[PATH_MAX];
+static int app_rc = -1;
+
+static int app_recording(void)
+{
+	if (app_rc >= 0)
+		return app_rc;
+	char state[PATH_MAX], errf[PATH_MAX], app[PATH_MAX], iters[16];
+	art("app", app_dir, sizeof(app_dir));
+	art("app-emu-state", state, sizeof(state));
+	art("app-record.err", errf, sizeof(errf));
+	mkdir(state, 0700);
+	snprintf(app, sizeof(app), "%s/tests/helpers/marker_app", testenv_build_dir());
+	snprintf(iters, sizeof(iters), "%d", APP_ITERS);
+	const char *pre[] = { "--emulate", "mi300a", NULL };
+	const char *args[] = { "record", "--spm", "SQ_WAVES,TCC_HIT", "--smi", "power", "-d", app_dir, "-o", "run",
+			       "-f", "csv", "--", app, "1", iters, "80000", NULL };
+	const char *env[] = { "SPMTAP_EMU_INJECT_DROP=150:2000000", "SPMTAP_EMU_WORKLOAD=constant:1", NULL };
+	pid_t pid = tp_spawn_spmtap(pre, args, state, &(struct tp_opts){ .env = env, .out = "/dev/null", .err = errf });
+	app_rc = pid > 0 ? tp_wait(pid) : 127;
+	if (app_rc) {
+		fprintf(stderr, "\n    spmtap record exited %d; its stderr: %s ", app_rc, errf);
+		if (app_rc < 0)
+			app_rc = 1;
+	}
+	return app_rc;
+}
+
+/* The figure spmtap draws of the app recording, its layout, and the recording itself. */
+struct app_fig {
+	struct recording *r;
+	struct plot_figure *f;
+	struct fig_data *d;
+	struct sa_trace *tr;
+	struct sa_report *rep;
+	struct plot_layout L;
+};
+
+static int app_fig(struct app_fig *a)
+{
+	char err[512];
+	memset(a, 0, sizeof(*a));
+	if (app_recording())
+		return -1;
+	int rc = rec_load(app_dir, &a->r, err, sizeof(err));
+	if (!rc)
+		rc = rec_trace(a->r, &a->tr, err, sizeof(err));
+	if (!rc)
+		rc = sa_report_compute(a->tr, &a->r->phases, &a->rep, err, sizeof(err));
+	if (!rc)
+		rc = fig_build(a->r, 0, a->tr, a->rep, NULL, &a->f, &a->d, NULL, 0, err, sizeof(err));
+	if (!rc)
+		rc = plot_figure_layout(a->f, &a->L, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	return rc;
+}
+
+static void app_fig_free(struct app_fig *a)
+{
+	plot_figure_free(a->f);
+	fig_data_free(a->d);
+	sa_report_free(a->rep);
+	sa_trace_free(a->tr);
+	rec_free(a->r);
+}
+
+static double app_x(const struct app_fig *a, int64_t t)
+{
+	const struct plot_rect *r = &a->L.panel[0];
+	return r->x + (double)(t - a->L.t0_ns) / (double)(a->L.t1_ns - a->L.t0_ns) * r->w;
+}
+
+/* cairo's SVG colour of 0xRRGGBB: "rgb(R%,G%,B%)" with six decimals. */
+static void svg_pct(double v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%f", v);
+	char *e = buf + strlen(buf);
+	while (e > buf && e[-1] == '0')
+		*--e = 0;
+	if (e > buf && e[-1] == '.')
+		e[-1] = 0;
+}
+
+static void svg_rgb(uint32_t c, char *buf, size_t len)
+{
+	char r[32], g[32], b[32];
+	svg_pct(((c >> 16) & 255) / 2.55, r, sizeof(r));
+	svg_pct(((c >> 8) & 255) / 2.55, g, sizeof(g));
+	svg_pct((c & 255) / 2.55, b, sizeof(b));
+	snprintf(buf, len, "rgb(%s%%,%s%%,%s%%)", r, g, b);
+}
+
+/*
+ * Every straight segment (x0, x1) of the SVG's <path>s whose style strokes
+ * or fills with colour c, into seg[] (at most max); returns how many.
+ * cairo writes paths as "M x y L x y ... Z" (and C for curves, which the
+ * figure does not use for data).
+ */
+static size_t svg_segments(const char *svg, uint32_t c, double (*seg)[4], size_t max)
+{
+	char col[64], stroke[80], fill[80];
+	svg_rgb(c, col, sizeof(col));
+	snprintf(stroke, sizeof(stroke), "stroke:%s", col);
+	snprintf(fill, sizeof(fill), "fill:%s", col);
+	size_t n = 0;
+	for (const char *p = svg; (p = strstr(p, "<path "));) {
+		const char *end = strchr(p, '>');
+		if (!end)
+			break;
+		const char *st = strstr(p, "style=\""), *d = strstr(p, " d=\"");
+		if (!st || !d || st > end || d > end) {
+			p = end;
+			continue;
+		}
+		const char *st_end = strchr(st + 7, '"');
+		size_t sl = (size_t)(st_end - st);
+		char style[512];
+		snprintf(style, sizeof(style), "%.*s", (int)(sl < sizeof(style) - 1 ? sl : sizeof(style) - 1), st);
+		if (!strstr(style, stroke) && !strstr(style, fill)) {
+			p = end;
+			continue;
+		}
+		double cx = NAN, cy = NAN, sx = NAN, sy = NAN;
+		const char *q = d + 4;
+		while (*q && *q != '"') {
+			char op = *q;
+			if (op == 'M' || op == 'L') {
+				char *e1, *e2;
+				double x = strtod(q + 1, &e1), y = strtod(e1, &e2);
+				if (op == 'L' && n < max) {
+					seg[n][0] = cx;
+					seg[n][1] = cy;
+					seg[n][2] = x;
+					seg[n][3] = y;
+					n++;
+				}
+				if (op == 'M') {
+					sx = x;
+					sy = y;
+				}
+				cx = x;
+				cy = y;
+				q = e2;
+			} else if (op == 'Z') {
+				if (n < max && !isnan(sx)) {
+					seg[n][0] = cx;
+					seg[n][1] = cy;
+					seg[n][2] = sx;
+					seg[n][3] = sy;
+					n++;
+				}
+				cx = sx;
+				cy = sy;
+				q++;
+			} else {
+				q++;
+			}
+		}
+		p = end;
+	}
+	return n;
+}
+
+/* The text layer's strings of class cls (plot.h), one per line into buf. */
+static size_t svg_texts(const char *svg, const char *cls, char *buf, size_t len)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "<text class=\"%s\"", cls);
+	size_t o = 0, n = 0;
+	buf[0] = 0;
+	for (const char *p = svg; (p = strstr(p, key)); p++) {
+		const char *a = strchr(p, '>'), *b = a ? strstr(a, "</text>") : NULL;
+		if (!b)
+			break;
+		char one[512];
+		browser_dom_text(a + 1, b, one, sizeof(one));
+		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s\n", one);
+		if (o >= len)
+			o = len - 1;
+		n++;
+	}
+	return n;
+}
+
+static bool has_line(const char *buf, const char *line)
+{
+	size_t l = strlen(line);
+	for (const char *p = buf; (p = strstr(p, line)); p++)
+		if ((p == buf || p[-1] == '\n') && p[l] == '\n')
+			return true;
+	return false;
+}
+
+/* Stretches of XCC 0 with no samples: steps over 1.5 median periods, from the CSV's own rows. */
+static size_t lost_stretches(const struct rec_table *t, int64_t (*out)[2], size_t max)
+{
+	if (t->n < 3)
+		return 0;
+	int64_t *d = malloc((t->n - 1) * sizeof(*d));
+	for (size_t i = 1; i < t->n; i++)
+		d[i - 1] = t->t_ns[i] - t->t_ns[i - 1];
+	/* the median by counting: period steps are all alike */
+	int64_t med = d[(t->n - 1) / 2];
+	for (int it = 0; it < 3; it++) {
+		size_t below = 0;
+		for (size_t i = 0; i < t->n - 1; i++)
+			below += d[i] < med;
+		if (below > (t->n - 1) / 2)
+			med = med * 9 / 10;
+	}
+	size_t n = 0;
+	for (size_t i = 1; i < t->n; i++)
+		if (d[i - 1] > med * 3 / 2 && n < max) {
+			out[n][0] = t->t_ns[i - 1];
+			out[n][1] = t->t_ns[i];
+			n++;
+		}
+	free(d);
+	return n;
+}
+
+/*
+ * The SVG spmtap plot writes of the app recording, checked as a reader
+ * would: every phase name present (text layer), one boundary line per
+ * distinct phase edge, the y range of every panel reaching 0, no path
+ * segment of SQ_WAVES over a lost stretch (which is labelled "lost"),
+ * and TCC_HIT, saturated in every sample, says so.
+ */
+static void app_svg(void)
+{
+	struct app_fig a;
+	if (app_fig(&a)) {
+		CU_FAIL("no app recording to draw");
+		app_fig_free(&a);
+		return;
+	}
+	char svgp[PATH_MAX], errf[PATH_MAX];
+	art("app-markers.svg", svgp, sizeof(svgp));
+	art("app-plot.err", errf, sizeof(errf));
+	const char *args[] = { "plot", app_dir, "-o", svgp, NULL };
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, args, NULL, &(struct tp_opts){ .err = errf })), 0);
+	size_t len;
+	char *svg = NULL;
+	FILE *fp = fopen(svgp, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+	svg = calloc(1, 8 << 20);
+	len = fread(svg, 1, (8 << 20) - 1, fp);
+	fclose(fp);
+	CU_ASSERT(len > 1000);
+
+	/* every phase name, and the two kinds the app made */
+	char *txt = malloc(1 << 16), *leg = malloc(1 << 16);
+	svg_texts(svg, "legend", leg, 1 << 16);
+	size_t names = 0, missing = 0;
+	for (size_t i = 0; i < a.r->phases.n; i++) {
+		const char *nm = a.r->phases.v[i].name;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(a.r->phases.v[j].name, nm);
+		if (seen)
+			continue;
+		names++;
+		if (!has_line(leg, nm)) {
+			fprintf(stderr, "\n    phase name '%s' not in the figure ", nm);
+			missing++;
+		}
+	}
+	printf("\n    %zu phases, %zu names, ", a.r->phases.n, names);
+	CU_ASSERT_EQUAL(names, APP_ITERS + 1);
+	CU_ASSERT_EQUAL(missing, 0);
+
+	/* one boundary line per distinct edge (edges in one pixel column are one edge) */
+	double (*seg)[4] = malloc(sizeof(*seg) * 200000);
+	size_t nb = svg_segments(svg, PLOT_RGB_BOUNDARY, seg, 200000);
+	double bx[64];
+	size_t nbx = 0, slanted = 0;
+	for (size_t i = 0; i < nb; i++) {
+		slanted += seg[i][0] != seg[i][2];
+		/* the first panel's lines, not the legend's swatches */
+		if (seg[i][1] > a.L.panel[0].y + a.L.panel[0].h || seg[i][0] > a.L.panel[0].x + a.L.panel[0].w)
+			continue;
+		bool dup = false;
+		for (size_t j = 0; j < nbx && !dup; j++)
+			dup = bx[j] == seg[i][0];
+		if (!dup && nbx < 64)
+			bx[nbx++] = seg[i][0];
+	}
+	double ex[128];
+	size_t nex = 0;
+	for (size_t i = 0; i < a.r->phases.n; i++)
+		for (int e = 0; e < 2; e++) {
+			double x = floor(app_x(&a, e ? a.r->phases.v[i].end_ns : a.r->phases.v[i].start_ns)) + 0.5;
+			bool dup = x <= a.L.panel[0].x + 1 || x >= a.L.panel[0].x + a.L.panel[0].w;
+			for (size_t j = 0; j < nex && !dup; j++)
+				dup = ex[j] == x;
+			if (!dup && nex < 128)
+				ex[nex++] = x;
+		}
+	size_t unmatched = 0;
+	for (size_t j = 0; j < nex; j++) {
+		bool hit = false;
+		for (size_t i = 0; i < nbx && !hit; i++)
+			hit = fabs(bx[i] - ex[j]) < 0.01;
+		if (!hit)
+			fprintf(stderr, "\n    no boundary line at x = %.1f (an edge) ", ex[j]);
+		unmatched += !hit;
+	}
+	for (size_t i = 0; unmatched && i < nbx; i++)
+		fprintf(stderr, "\n    boundary line at x = %.2f ", bx[i]);
+	printf("%zu edges at distinct pixels, %zu boundary lines, ", nex, nbx);
+	CU_ASSERT(nex >= APP_ITERS + 1);
+	CU_ASSERT_EQUAL(nbx, nex);
+	CU_ASSERT_EQUAL(unmatched, 0);
+	CU_ASSERT_EQUAL(slanted, 0);
+
+	/* the baseline: a "0" tick in every panel */
+	size_t nz = 0;
+	for (const char *p = svg; (p = strstr(p, "<text class=\"ytick\"")); p++) {
+		const char *gt = strchr(p, '>');
+		if (gt && !strncmp(gt, ">0</text>", 9))
+			nz++;
+	}
+	printf("%zu panels with a 0 tick of %d, ", nz, a.L.npanels);
+	CU_ASSERT_EQUAL(nz, (size_t)a.L.npanels);
+
+	/* gaps: nothing of SQ_WAVES (the first series: blue) across a lost stretch */
+	int64_t lost[32][2];
+	size_t nl = lost_stretches(&a.r->gpu[0].spm[0], lost, 32);
+	size_t ns = svg_segments(svg, plot_color_rgb(PLOT_BLUE), seg, 200000), crossing = 0, wide = 0;
+	for (size_t k = 0; k < nl; k++) {
+		double x0 = app_x(&a, lost[k][0]), x1 = app_x(&a, lost[k][1]);
+		if (x1 - x0 < 4)
+			continue; /* inside a pixel or two: nothing to see either way */
+		wide++;
+		for (size_t i = 0; i < ns; i++) {
+			double lo = fmin(seg[i][0], seg[i][2]), hi = fmax(seg[i][0], seg[i][2]);
+			if (lo < x0 + 1.5 && hi > x1 - 1.5) {
+				if (!crossing)
+					fprintf(stderr, "\n    segment %.1f..%.1f crosses the lost %.1f..%.1f px ", lo, hi, x0, x1);
+				crossing++;
+			}
+		}
+	}
+	printf("%zu lost stretches (%zu over 4 px), %zu SQ_WAVES segments across them ", nl, wide, crossing);
+	CU_ASSERT(wide >= 1);
+	CU_ASSERT_EQUAL(crossing, 0);
+	svg_texts(svg, "span", txt, 1 << 16);
+	CU_ASSERT(has_line(txt, "lost"));
+	CU_ASSERT(has_line(leg, "lost"));
+
+	/* saturation: TCC_HIT's panel says it, instead of drawing zero */
+	svg_texts(svg, "note", txt, 1 << 16);
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "TCC_HIT saturated at this interval"));
+	CU_ASSERT(has_line(leg, "saturated"));
+	free(seg);
+	free(txt);
+	free(leg);
+	free(svg);
+	app_fig_free(&a);
+}
+
+/*
+ * The same figure as PNG opened in Chromium: three panels where the layout
+ * puts them, the saturated hatching in TCC_HIT's panel, the boundary lines
+ * in the first panel at the edges' columns.  Screenshot: docs/img/.
+ */
+static void app_png_in_chromium(void)
+{
+	struct app_fig a;
+	if (app_fig(&a)) {
+		CU_FAIL("no app recording to draw");
+		app_fig_free(&a);
+		return;
+	}
+	char png[PATH_MAX], shot[PATH_MAX], errf[PATH_MAX], err[512];
+	art("app-markers.png", png, sizeof(png));
+	art("app-plot-png.err", errf, sizeof(errf));
+	const char *args[] = { "plot", app_dir, "-o", png, NULL };
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, args, NULL, &(struct tp_opts){ .err = errf })), 0);
+	art("app-markers-in-chromium.png", shot, sizeof(shot));
+	int rc = browser_load(png, a.L.width + 80, a.L.height + 80, shot, NULL, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	struct browser_panel p[8];
+	int n = find_panels(&img, p, 8);
+	CU_ASSERT_EQUAL(n, a.L.npanels);
+	if (n == a.L.npanels && n >= 2) {
+		/* the saturated hatching: PLOT_RGB_SATURATED lines over most of TCC_HIT's panel (the second) */
+		double sat = 0;
+		int cnt = 0;
+		for (int y = p[1].top + 20; y < p[1].bottom - 4; y += 7) {
+			int hits = 0;
+			for (int x = p[1].left + 2; x < p[1].right - 2; x++)
+				hits += browser_rgb_near(browser_px(&img, x, y), PLOT_RGB_SATURATED, 60);
+			sat += hits > 0;
+			cnt++;
+		}
+		printf("\n    saturated hatching in %.0f of %d rows of TCC_HIT's panel ", sat, cnt);
+		CU_ASSERT(sat >= cnt * 0.9);
+		/* boundary lines: a column of the boundary colour at each edge's x in the first panel */
+		int dx = p[0].left - (int)a.L.panel[0].x, found = 0, want = 0;
+		for (size_t i = 0; i < a.r->phases.n; i++) {
+			int x = (int)floor(app_x(&a, a.r->phases.v[i].start_ns)) + dx;
+			if (x <= p[0].left + 1 || x >= p[0].right - 1)
+				continue;
+			want++;
+			int y = p[0].top + (p[0].bottom - p[0].top) / 2, hit = 0;
+			for (int k = -1; k <= 1; k++)
+				hit |= browser_rgb_near(browser_px(&img, x + k, y), PLOT_RGB_BOUNDARY, 40) ||
+				       browser_rgb_near(browser_px(&img, x + k, y + 10), PLOT_RGB_BOUNDARY, 40);
+			found += hit;
+		}
+		printf("%d of %d phase starts with a boundary line ", found, want);
+		CU_ASSERT(want >= APP_ITERS);
+		CU_ASSERT_EQUAL(found, want);
+	}
+	browser_image_free(&img);
+	app_fig_free(&a);
+}
+
 static bool write_script(const char *path, const char *body)
 {
 	FILE *fp = fopen(path, "w");
@@ -904,6 +1344,8 @@ int main(int argc, char **argv)
 		{ "browser/report", report_in_chromium, browser_requires },
 		{ "browser/png", png_in_chromium, browser_requires },
 		{ "browser/hangs", browser_hangs, NULL },
+		{ "figure/app_svg", app_svg, NULL },
+		{ "browser/app_png", app_png_in_chromium, browser_requires },
 		{ NULL, NULL, NULL },
 	};
 	int rc = testenv_run_suite("plot", cases, argc, argv);

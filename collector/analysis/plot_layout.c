@@ -127,6 +127,16 @@ int plot_frame_make(const struct plot_figure *f, cairo_t *cr, struct plot_frame 
 		    size_t errlen)
 {
 	memset(fr, 0, sizeof(*fr));
+	/*
+	 * Unhinted text metrics on every surface: image surfaces hint them by
+	 * default and vector ones do not, so the same figure measured 1 px
+	 * wider labels in PNG than in SVG, and plot_figure_layout() (measured
+	 * on an image surface) missed the SVG's panels by a pixel.
+	 */
+	cairo_font_options_t *fo = cairo_font_options_create();
+	cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_OFF);
+	cairo_set_font_options(cr, fo);
+	cairo_font_options_destroy(fo);
 	struct plot_layout *L = &fr->L;
 	int n = f->npanels;
 	if (n < 1)
