@@ -241,10 +241,10 @@ static int sensor_lost(const struct rec_table *smi, struct spans *lost)
 /*
  * A sensor signal as drawn: where a step between readings holds a stretch
  * in which nothing was read (`lost`), the line breaks, a reading holding
- * one period P (the signal's median step) past its time and no further;
- * STEP_PRE values (energy-derived power over (t[k-1], t[k]]) are drawn over
- * their last P only after such a stretch.  After the last reading nothing
- * is drawn.
+ * one period P (the signal's median step) past its time and no further.
+ * After the last reading nothing is drawn.  Energy-derived power (pre:
+ * over (t[k-1], t[k]]) does not break: the energy counter went on counting
+ * while nobody read it, so the step's value is the exact mean over it.
  */
 static int sensor_series(const struct sa_signal *sg, bool pre, const struct spans *lost, struct fig_data *d,
 			 int64_t **t, double **v, size_t *n)
@@ -265,8 +265,8 @@ static int sensor_series(const struct sa_signal *sg, bool pre, const struct span
 		int64_t tk = sg->r[k].t_ns, tp = k ? sg->r[k - 1].t_ns : tk;
 		while (j < lost->n && lost->v[j][1] <= tp)
 			j++;
-		if (k && j < lost->n && lost->v[j][0] < tk) {
-			int64_t cut = pre ? tk - P : tp + P;
+		if (!pre && k && j < lost->n && lost->v[j][0] < tk) {
+			int64_t cut = tp + P;
 			(*t)[o] = cut < tp ? tp : cut > tk ? tk : cut;
 			(*v)[o++] = NAN;
 		}
@@ -389,8 +389,26 @@ int fig_build(const struct recording *r, uint32_t gpu, const struct sa_trace *tr
 		sidx[i] = plot_figure_add_series(f, &s, err, errlen);
 		rc = sidx[i] < 0 ? sidx[i] : 0;
 	}
-	if (!rc && pp >= 0)
+	/*
+	 * Hatched: stretches of at least 1 % of the recording.  Shorter ones
+	 * (a loaded machine's missed deadlines, a few ms each) break the
+	 * readings' lines, but hatching each would bury the power panel.
+	 */
+	if (!rc && pp >= 0) {
+		int64_t lo = g->smi.n ? g->smi.t_ns[0] : INT64_MAX, hi = rec_end;
+		if (g->nspm && g->spm[0].n && g->spm[0].t_ns[0] < lo)
+			lo = g->spm[0].t_ns[0];
+		if (g->smi.n && g->smi.t_ns[g->smi.n - 1] > hi)
+			hi = g->smi.t_ns[g->smi.n - 1];
+		size_t keep_n = 0;
+		for (size_t k = 0; k < smi_lost.n; k++)
+			if (hi > lo && (smi_lost.v[k][1] - smi_lost.v[k][0]) * 100 >= hi - lo) {
+				smi_lost.v[keep_n][0] = smi_lost.v[k][0];
+				smi_lost.v[keep_n++][1] = smi_lost.v[k][1];
+			}
+		smi_lost.n = keep_n;
 		rc = spans_to_panel(f, pp, PLOT_SPAN_LOST, &smi_lost, err, errlen);
+	}
 	free(smi_lost.v);
 	/* Phases (a selection when there are too many to read) and each signal's confidence windows. */
 	size_t shown = 0, selected = 0;

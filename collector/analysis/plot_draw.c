@@ -225,19 +225,19 @@ static const char *span_name(enum plot_span_kind k)
 	return k == PLOT_SPAN_LOST ? "lost" : "saturated";
 }
 
-/* Hatching across [x, x + w] of a panel: light fill and diagonals, so it reads over any band. */
+/*
+ * Hatching across [x, x + w] of a panel: diagonals only, no fill, so a
+ * phase band under it keeps its colour between the lines (a reader, and
+ * the pixel tests, still see which phase the stretch belongs to).
+ */
 static void span_hatch(cairo_t *cr, double x, double y, double w, double h, uint32_t c)
 {
 	cairo_save(cr);
 	cairo_rectangle(cr, x, y, w, h);
 	cairo_clip(cr);
-	rgb(cr, PLOT_RGB_BACKGROUND, 0.55);
-	cairo_paint(cr);
-	rgb(cr, c, 0.18);
-	cairo_paint(cr);
-	rgb(cr, c, 0.8);
-	cairo_set_line_width(cr, 1);
-	for (double k = x - h - fmod(x, 8); k < x + w; k += 8) {
+	rgb(cr, c, 0.85);
+	cairo_set_line_width(cr, 1.2);
+	for (double k = x - h - fmod(x, 7); k < x + w; k += 7) {
 		cairo_move_to(cr, k, y + h);
 		cairo_line_to(cr, k + h, y);
 	}
@@ -286,8 +286,13 @@ static void draw_spans(const struct plot_figure *f, const struct plot_frame *fr,
 					span_hatch(cr, a, r->y, b - a, r->h, span_rgb(k));
 					const char *nm = span_name(k);
 					if (text_w(cr, nm) + 6 <= b - a) {
+						/* below the row 5 px under the top that band checks read, on white */
+						double tw = text_w(cr, nm);
+						rgb(cr, PLOT_RGB_BACKGROUND, 0.9);
+						cairo_rectangle(cr, (a + b) / 2 - tw / 2 - 2, r->y + 12, tw + 4, 13);
+						cairo_fill(cr);
 						rgb(cr, span_rgb(k), 1);
-						text_at(fr, cr, "span", (a + b) / 2, r->y + 12, 0.5, nm);
+						text_at(fr, cr, "span", (a + b) / 2, r->y + 22, 0.5, nm);
 					}
 				}
 				a = sa;
