@@ -1255,6 +1255,296 @@ static void app_png_in_chromium(void)
 	app_fig_free(&a);
 }
 
+/* ---- the figure API's truth marks, on synthetic data --------------------------------------- */
+
+static char *render_svg(struct plot_figure *f)
+{
+	char err[256], *svg = NULL;
+	size_t len;
+	int rc = plot_render_mem(f, PLOT_FMT_SVG, &svg, &len, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	return svg;
+}
+
+/*
+ * A steady 500 W +- 1 W: the y axis starts at 0 (a "0" tick), not at
+ * 499 (which would draw the noise as swings); a fixed range still wins.
+ */
+static void baseline(void)
+{
+	char err[256], txt[4096];
+	enum { N = 200 };
+	int64_t t[N];
+	double v[N];
+	for (int i = 0; i < N; i++) {
+		t[i] = BASE_NS + i * MS;
+		v[i] = 500 + (i % 3) - 1;
+	}
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "steady", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "power [W]", err, sizeof(err));
+	int q = plot_figure_add_panel(f, "fixed [W]", err, sizeof(err));
+	struct plot_series s = { .name = "p", .panel = p, .t_ns = t, .v = v, .n = N };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	s.panel = q;
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	CU_ASSERT_EQUAL(plot_figure_panel_range(f, q, 490, 510, err, sizeof(err)), 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "ytick", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "0"));   /* the automatic panel */
+	CU_ASSERT(has_line(txt, "500"));
+	CU_ASSERT(has_line(txt, "490")); /* the fixed one keeps its range */
+	/* all zero: 0 at the bottom, not in the middle of -1..1 */
+	for (int i = 0; i < N; i++)
+		v[i] = 0;
+	free(svg);
+	svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "ytick", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "0"));
+	CU_ASSERT(!has_line(txt, "-1") && !has_line(txt, "-0.5"));
+	free(svg);
+	plot_figure_free(f);
+}
+
+/*
+ * Lost and saturated stretches and a panel's note: the SVG names them
+ * (span labels, legend, note), and the PNG hatches exactly their columns
+ * in their panels.
+ */
+static void spans(void)
+{
+	char err[256], txt[4096], leg[4096];
+	enum { N = 1000 };
+	int64_t t[N];
+	double v[N];
+	for (int i = 0; i < N; i++) {
+		t[i] = BASE_NS + i * MS;
+		v[i] = i >= 300 && i < 500 ? NAN : 10;
+	}
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "truth marks", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	int q = plot_figure_add_panel(f, "B", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = N, .color = PLOT_BLUE };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, p, PLOT_SPAN_LOST, t[299], t[500], err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, q, PLOT_SPAN_SATURATED, t[0], t[N - 1], err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_panel_note(f, q, "B saturated at this interval", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, 5, PLOT_SPAN_LOST, t[0], t[1], err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, p, PLOT_SPAN_LOST, t[1], t[0], err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, p, (enum plot_span_kind)9, t[0], t[1], err, sizeof(err)), -EINVAL);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "span", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "lost"));
+	CU_ASSERT(has_line(txt, "saturated"));
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	CU_ASSERT(has_line(leg, "lost") && has_line(leg, "saturated"));
+	svg_texts(svg, "note", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "B saturated at this interval"));
+	free(svg);
+
+	struct plot_layout L;
+	char *png;
+	size_t len;
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+	/* hatching: lost grey inside 0.3..0.5 of panel A only; saturated red across B */
+	const struct plot_rect *a = &L.panel[0], *b = &L.panel[1];
+	int in = 0, out = 0, sat = 0;
+	for (int x = (int)a->x + 2; x < a->x + a->w - 2; x++) {
+		double fx = (x - a->x) / a->w;
+		int hit = 0;
+		for (int y = (int)a->y + 30; y < a->y + a->h - 30; y++)
+			hit |= browser_rgb_near(browser_px(&img, x, y), PLOT_RGB_LOST, 40);
+		if (fx > 0.31 && fx < 0.49)
+			in += hit;
+		else if (fx < 0.28 || fx > 0.52)
+			out += hit;
+		int hs = 0;
+		for (int y = (int)b->y + 30; y < b->y + b->h - 30; y++)
+			hs |= browser_rgb_near(browser_px(&img, x, y), PLOT_RGB_SATURATED, 60);
+		sat += hs;
+	}
+	CU_ASSERT(in > a->w * 0.18 * 0.8);
+	CU_ASSERT_EQUAL(out, 0);
+	CU_ASSERT(sat > b->w * 0.9);
+	browser_image_free(&img);
+	free(png);
+	plot_figure_free(f);
+}
+
+/*
+ * Adjacent phases of three names, one repeated: a colour and a legend
+ * entry per name, one boundary line per distinct edge (adjacent phases
+ * share one), text escaped in the SVG's text layer.
+ */
+static void phase_names_svg(void)
+{
+	char err[256], leg[4096];
+	static const char *const names[] = { "load", "copy & sync", "load", "<reduce>" };
+	int64_t t[2] = { BASE_NS, BASE_NS + 10 * SEC };
+	double v[2] = { 1, 1 };
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "phases", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = 2 };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	for (int k = 0; k < 4; k++) /* 1..3, 3..5, 5..7, 7..9 s: back to back */
+		CU_ASSERT_EQUAL(plot_figure_add_phase(f, BASE_NS + (1 + 2 * k) * SEC, BASE_NS + (3 + 2 * k) * SEC, names[k],
+						      err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_phase_rgb(0), PLOT_RGB_PHASE);
+	CU_ASSERT_NOT_EQUAL(plot_phase_rgb(1), plot_phase_rgb(0));
+	CU_ASSERT_EQUAL(plot_phase_rgb(PLOT_PHASE_COLORS), plot_phase_rgb(0));
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, ">copy &amp; sync</text>"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, ">&lt;reduce&gt;</text>"));
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	CU_ASSERT(has_line(leg, "load") && has_line(leg, "copy & sync") && has_line(leg, "<reduce>"));
+	CU_ASSERT_PTR_NULL(strstr(strstr(leg, "load\n") + 5, "load\n")); /* each name once */
+	double (*seg)[4] = malloc(sizeof(*seg) * 4096);
+	size_t n = svg_segments(svg, PLOT_RGB_BOUNDARY, seg, 4096), lines = 0;
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	for (size_t i = 0; i < n; i++)
+		lines += seg[i][0] == seg[i][2] && seg[i][0] < L.panel[0].x + L.panel[0].w;
+	CU_ASSERT_EQUAL(lines, 5); /* 1, 3, 5, 7, 9 s */
+	/* the bands, each in its name's colour: 1..3 s and 5..7 s both "load" */
+	char *png;
+	size_t len;
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+	const struct plot_rect *r = &L.panel[0];
+	struct browser_run run[8];
+	int y = (int)r->y + 5;
+	CU_ASSERT_EQUAL(browser_count_runs(&img, y, (int)r->x + 2, (int)(r->x + r->w) - 3,
+					   on_white(plot_phase_rgb(0), PLOT_PHASE_ALPHA), BAND_TOL, 8, 3, run, 8), 2);
+	CU_ASSERT_EQUAL(browser_count_runs(&img, y, (int)r->x + 2, (int)(r->x + r->w) - 3,
+					   on_white(plot_phase_rgb(1), PLOT_PHASE_ALPHA), BAND_TOL, 8, 3, run, 8), 1);
+	CU_ASSERT_EQUAL(browser_count_runs(&img, y, (int)r->x + 2, (int)(r->x + r->w) - 3,
+					   on_white(plot_phase_rgb(2), PLOT_PHASE_ALPHA), BAND_TOL, 8, 3, run, 8), 1);
+	browser_image_free(&img);
+	free(png);
+	free(seg);
+	free(svg);
+	plot_figure_free(f);
+}
+
+/*
+ * More samples than pixels: per column a min..max band (a fill in the
+ * series' colour) and the mean line (a stroke), both broken at a NaN gap.
+ */
+static void envelope(void)
+{
+	char err[256];
+	enum { N = 100000 };
+	int64_t *t = malloc(N * sizeof(*t));
+	double *v = malloc(N * sizeof(*v));
+	uint64_t seed = 7;
+	for (int i = 0; i < N; i++) {
+		t[i] = BASE_NS + (int64_t)i * 10000;
+		v[i] = i >= N / 2 && i < N / 2 + N / 10 ? NAN : 100 + 10 * noise(&seed);
+	}
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "dense", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = N, .color = PLOT_GREEN };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	char col[64], fill[96], stroke[96];
+	svg_rgb(plot_color_rgb(PLOT_GREEN), col, sizeof(col));
+	snprintf(fill, sizeof(fill), "fill:%s;fill-opacity:0.35", col);
+	snprintf(stroke, sizeof(stroke), "stroke:%s", col);
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, fill));
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, stroke));
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	double (*seg)[4] = malloc(sizeof(*seg) * 100000);
+	size_t n = svg_segments(svg, plot_color_rgb(PLOT_GREEN), seg, 100000), across = 0;
+	double x0 = L.panel[0].x + L.panel[0].w * 0.5, x1 = L.panel[0].x + L.panel[0].w * 0.6;
+	for (size_t i = 0; i < n; i++)
+		across += fmin(seg[i][0], seg[i][2]) < x0 + 2 && fmax(seg[i][0], seg[i][2]) > x1 - 2;
+	CU_ASSERT(n > 100);
+	CU_ASSERT_EQUAL(across, 0);
+	free(seg);
+	free(svg);
+	plot_figure_free(f);
+	free(t);
+	free(v);
+}
+
+/*
+ * A sensor file cut short (the last two thirds of run_smi.csv gone, at a
+ * line end): the power readings end at the last row, nothing drawn after
+ * it, and the rest of the recording is marked lost in the power panel.
+ */
+static void sensor_cut(void)
+{
+	if (app_recording()) {
+		CU_FAIL("no app recording");
+		return;
+	}
+	char dir[PATH_MAX], cmd[3 * PATH_MAX], svgp[PATH_MAX], errf[PATH_MAX];
+	art("app-cut", dir, sizeof(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf '%s' && cp -r '%s' '%s' && f='%s/run_smi.csv' && n=$(wc -l < \"$f\") && "
+		 "head -n $((n / 3)) \"$f\" > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"",
+		 dir, app_dir, dir, dir);
+	CU_ASSERT_EQUAL_FATAL(tp_sh(cmd, NULL, 0), 0);
+	struct recording *r;
+	char err[512];
+	CU_ASSERT_EQUAL_FATAL(rec_load(dir, &r, err, sizeof(err)), 0);
+	const struct rec_table *smi = &r->gpu[0].smi;
+	CU_ASSERT_FATAL(smi->n > 10);
+	int64_t last = smi->t_ns[smi->n - 1];
+	struct sa_trace *tr = NULL;
+	struct sa_report *rep = NULL;
+	struct plot_figure *f;
+	struct fig_data *d;
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(rec_trace(r, &tr, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(sa_report_compute(tr, &r->phases, &rep, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(fig_build(r, 0, tr, rep, NULL, &f, &d, NULL, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	art("app-cut.svg", svgp, sizeof(svgp));
+	art("app-cut.err", errf, sizeof(errf));
+	CU_ASSERT_EQUAL_FATAL(plot_render_file(f, svgp, err, sizeof(err)), 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	/* power_cur: the figure's third series, PLOT_GREEN; its last vertex at the last row */
+	double (*seg)[4] = malloc(sizeof(*seg) * 200000);
+	size_t n = svg_segments(svg, plot_color_rgb(PLOT_GREEN), seg, 200000);
+	double xmax = 0, xlast = L.panel[0].x + (double)(last - L.t0_ns) / (double)(L.t1_ns - L.t0_ns) * L.panel[0].w;
+	for (size_t i = 0; i < n; i++)
+		if (seg[i][1] > L.panel[L.npanels - 1].y) /* in the power panel (the legend swatch is right of it) */
+			xmax = fmax(xmax, seg[i][0] < L.panel[0].x + L.panel[0].w ? fmax(seg[i][0], seg[i][2]) : 0);
+	printf("\n    power_cur ends at x %.1f, its last reading at x %.1f, the figure at %.1f ", xmax, xlast,
+	       L.panel[0].x + L.panel[0].w);
+	CU_ASSERT(n > 0);
+	CU_ASSERT(xmax <= xlast + 1.5);
+	CU_ASSERT(xmax > xlast - 3);
+	char leg[4096];
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	/* "lost" in the power panel's legend: the last legend block is power's */
+	const char *pw = strstr(leg, "power_cur");
+	CU_ASSERT(pw && strstr(pw, "\nlost\n"));
+	free(seg);
+	free(svg);
+	plot_figure_free(f);
+	fig_data_free(d);
+	sa_report_free(rep);
+	sa_trace_free(tr);
+	rec_free(r);
+}
+
 static bool write_script(const char *path, const char *body)
 {
 	FILE *fp = fopen(path, "w");
@@ -1344,7 +1634,12 @@ int main(int argc, char **argv)
 		{ "browser/report", report_in_chromium, browser_requires },
 		{ "browser/png", png_in_chromium, browser_requires },
 		{ "browser/hangs", browser_hangs, NULL },
+		{ "plot/baseline", baseline, NULL },
+		{ "plot/spans", spans, NULL },
+		{ "plot/phase_names", phase_names_svg, NULL },
+		{ "plot/envelope", envelope, NULL },
 		{ "figure/app_svg", app_svg, NULL },
+		{ "figure/sensor_cut", sensor_cut, NULL },
 		{ "browser/app_png", app_png_in_chromium, browser_requires },
 		{ NULL, NULL, NULL },
 	};
