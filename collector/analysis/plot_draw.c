@@ -21,6 +21,7 @@
 #define RGB_LEVEL 0x666666u
 #define LANE_H 10
 #define LEGEND_ROW 17
+#define SPAN_CLEAR 10 /* px at the top of a panel that lost/saturated hatching leaves clear */
 
 static void rgb(cairo_t *cr, uint32_t c, double a)
 {
@@ -283,7 +284,12 @@ static void draw_spans(const struct plot_figure *f, const struct plot_frame *fr,
 						a = fmax((a + b) / 2 - 1, r->x);
 						b = a + 2;
 					}
-					span_hatch(cr, a, r->y, b - a, r->h, span_rgb(k));
+					/*
+					 * The top 10 px (inside the headroom no data reaches)
+					 * stay clear: there the phase bands read through
+					 * untouched, so one can tell which phase lost what.
+					 */
+					span_hatch(cr, a, r->y + SPAN_CLEAR, b - a, r->h - SPAN_CLEAR, span_rgb(k));
 					const char *nm = span_name(k);
 					if (text_w(cr, nm) + 6 <= b - a) {
 						/* below the row 5 px under the top that band checks read, on white */
