@@ -1255,6 +1255,62 @@ static void app_png_in_chromium(void)
 	app_fig_free(&a);
 }
 
+/*
+ * `spmtap report --html` of the app recording in Chromium: the figure is
+ * inline SVG, so its text layer is in the DOM as Chromium serialises it:
+ * every phase name, the saturation note, "lost"; and the screenshot shows
+ * the figure's panels.  Screenshot: docs/img/.
+ */
+static void app_html_in_chromium(void)
+{
+	struct app_fig a;
+	if (app_fig(&a)) {
+		CU_FAIL("no app recording to draw");
+		app_fig_free(&a);
+		return;
+	}
+	char html[PATH_MAX], shot[PATH_MAX], errf[PATH_MAX], err[512];
+	art("app-report.html", html, sizeof(html));
+	art("app-report.err", errf, sizeof(errf));
+	const char *args[] = { "report", app_dir, "--html", html, NULL };
+	int st = tp_wait(tp_spawn_spmtap(NULL, args, NULL, &(struct tp_opts){ .out = "/dev/null", .err = errf }));
+	if (st)
+		fprintf(stderr, "\n    spmtap report exited %d (%s) ", st, errf);
+	CU_ASSERT_EQUAL_FATAL(st, 0);
+	char *dom = NULL;
+	art("app-report-in-chromium.png", shot, sizeof(shot));
+	int rc = browser_load(html, 1280, 1400, shot, &dom, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	const char *end;
+	const char *fig = browser_dom_find(dom, "figure", "class", "gpu", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fig);
+	const char *layer = browser_dom_find(fig, "g", "class", "spmtap-text", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+	size_t len = (size_t)(end - layer);
+	char *txt = malloc(len + 1);
+	browser_dom_text(layer, end, txt, len + 1);
+	size_t missing = 0;
+	for (size_t i = 0; i < a.r->phases.n; i++)
+		missing += !strstr(txt, a.r->phases.v[i].name);
+	CU_ASSERT_EQUAL(missing, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "TCC_HIT saturated at this interval"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "lost"));
+	char buf[256];
+	CU_ASSERT_FALSE(browser_dom_dup_id(dom, buf, sizeof(buf)));
+	free(txt);
+	free(dom);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	struct browser_panel p[8];
+	int n = find_panels(&img, p, 8);
+	printf("\n    report in Chromium: %d of %d panels in view ", n, a.L.npanels);
+	CU_ASSERT(n >= 2);
+	browser_image_free(&img);
+	app_fig_free(&a);
+}
+
 /* ---- the figure API's truth marks, on synthetic data --------------------------------------- */
 
 static char *render_svg(struct plot_figure *f)
@@ -1641,6 +1697,7 @@ int main(int argc, char **argv)
 		{ "figure/app_svg", app_svg, NULL },
 		{ "figure/sensor_cut", sensor_cut, NULL },
 		{ "browser/app_png", app_png_in_chromium, browser_requires },
+		{ "browser/app_html", app_html_in_chromium, browser_requires },
 		{ NULL, NULL, NULL },
 	};
 	int rc = testenv_run_suite("plot", cases, argc, argv);

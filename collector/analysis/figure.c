@@ -351,13 +351,18 @@ int fig_build(const struct recording *r, uint32_t gpu, const struct sa_trace *tr
 	/*
 	 * Power: every power signal of this GPU, derived from energy or read,
 	 * in one panel; what the recorder did not read marked lost, including
-	 * the stretch after its last sensor row where the rest of the
-	 * recording (counters, phases) goes on for more than 10 periods.
+	 * the stretches before its first and after its last sensor row where
+	 * the rest of the recording (counters, phases) goes on for more than
+	 * 10 periods.
 	 */
 	struct spans smi_lost = { 0 };
+	int64_t sp = median_step(g->smi.t_ns, g->smi.n);
+	/* likewise before the first sensor row, where the counters already run */
+	if (!rc && sp > 0 && g->nspm && g->spm[0].n && g->smi.t_ns[0] - g->spm[0].t_ns[0] > 10 * sp &&
+	    span_add(&smi_lost, g->spm[0].t_ns[0], g->smi.t_ns[0] - sp, 0))
+		rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	if (!rc && sensor_lost(&g->smi, &smi_lost))
 		rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
-	int64_t sp = median_step(g->smi.t_ns, g->smi.n);
 	if (!rc && sp > 0 && rec_end != INT64_MIN && rec_end - g->smi.t_ns[g->smi.n - 1] > 10 * sp &&
 	    span_add(&smi_lost, g->smi.t_ns[g->smi.n - 1] + sp, rec_end, 0))
 		rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");

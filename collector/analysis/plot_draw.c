@@ -255,6 +255,40 @@ static bool panel_has_span(const struct plot_figure *f, int p, enum plot_span_ki
 	return false;
 }
 
+/* One merged stretch [a, b] px of a panel: pass 0 its hatching, pass 1 its label. */
+static void span_mark(const struct plot_frame *fr, cairo_t *cr, const struct plot_rect *r, enum plot_span_kind k,
+		      double a, double b, int pass)
+{
+	if (b - a < 2) {
+		a = fmax((a + b) / 2 - 1, r->x);
+		b = a + 2;
+	}
+	if (pass == 0) {
+		/*
+		 * The top 10 px (inside the headroom no data reaches) stay
+		 * clear: there the phase bands read through untouched, so one
+		 * can tell which phase lost what.
+		 */
+		span_hatch(cr, a, r->y + SPAN_CLEAR, b - a, r->h - SPAN_CLEAR, span_rgb(k));
+		return;
+	}
+	const char *nm = span_name(k);
+	double tw = text_w(cr, nm);
+	if (tw + 6 > b - a)
+		return;
+	/*
+	 * Below the row 5 px under the top that band checks read, on white;
+	 * saturated labels a row lower than lost ones, so the two never
+	 * cover each other.
+	 */
+	double y = r->y + 22 + (k == PLOT_SPAN_SATURATED ? 14 : 0);
+	rgb(cr, PLOT_RGB_BACKGROUND, 0.9);
+	cairo_rectangle(cr, (a + b) / 2 - tw / 2 - 2, y - 10, tw + 4, 13);
+	cairo_fill(cr);
+	rgb(cr, span_rgb(k), 1);
+	text_at(fr, cr, "span", (a + b) / 2, y, 0.5, nm);
+}
+
 /*
  * Lost and saturated stretches: hatched, at least 2 px wide so a short one
  * still shows, spans less than a pixel apart merged (spans come in time
@@ -263,49 +297,31 @@ static bool panel_has_span(const struct plot_figure *f, int p, enum plot_span_ki
 static void draw_spans(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
 {
 	font(cr, 10, false);
-	for (int p = 0; p < fr->L.npanels; p++) {
-		const struct plot_rect *r = &fr->L.panel[p];
-		for (int k = PLOT_SPAN_LOST; k <= PLOT_SPAN_SATURATED; k++) {
-			double a = NAN, b = NAN;
-			for (size_t i = 0; i <= f->nspans; i++) {
-				const struct plot_span *sp = i < f->nspans ? &f->spans[i] : NULL;
-				if (sp && (sp->kind != (enum plot_span_kind)k || (sp->panel != p && sp->panel >= 0)))
-					continue;
-				double sa = sp ? fmax(x_of(fr, sp->t0), r->x) : NAN;
-				double sb = sp ? fmin(x_of(fr, sp->t1), r->x + r->w) : NAN;
-				if (sp && sb < sa)
-					continue; /* outside the range */
-				if (sp && !isnan(a) && sa <= b + 1) {
-					b = fmax(b, sb);
-					continue;
-				}
-				if (!isnan(a)) {
-					if (b - a < 2) {
-						a = fmax((a + b) / 2 - 1, r->x);
-						b = a + 2;
+	/* all hatching first, then the labels, so no hatching covers a label */
+	for (int pass = 0; pass < 2; pass++)
+		for (int p = 0; p < fr->L.npanels; p++) {
+			const struct plot_rect *r = &fr->L.panel[p];
+			for (int k = PLOT_SPAN_LOST; k <= PLOT_SPAN_SATURATED; k++) {
+				double a = NAN, b = NAN;
+				for (size_t i = 0; i <= f->nspans; i++) {
+					const struct plot_span *sp = i < f->nspans ? &f->spans[i] : NULL;
+					if (sp && (sp->kind != (enum plot_span_kind)k || (sp->panel != p && sp->panel >= 0)))
+						continue;
+					double sa = sp ? fmax(x_of(fr, sp->t0), r->x) : NAN;
+					double sb = sp ? fmin(x_of(fr, sp->t1), r->x + r->w) : NAN;
+					if (sp && sb < sa)
+						continue; /* outside the range */
+					if (sp && !isnan(a) && sa <= b + 1) {
+						b = fmax(b, sb);
+						continue;
 					}
-					/*
-					 * The top 10 px (inside the headroom no data reaches)
-					 * stay clear: there the phase bands read through
-					 * untouched, so one can tell which phase lost what.
-					 */
-					span_hatch(cr, a, r->y + SPAN_CLEAR, b - a, r->h - SPAN_CLEAR, span_rgb(k));
-					const char *nm = span_name(k);
-					if (text_w(cr, nm) + 6 <= b - a) {
-						/* below the row 5 px under the top that band checks read, on white */
-						double tw = text_w(cr, nm);
-						rgb(cr, PLOT_RGB_BACKGROUND, 0.9);
-						cairo_rectangle(cr, (a + b) / 2 - tw / 2 - 2, r->y + 12, tw + 4, 13);
-						cairo_fill(cr);
-						rgb(cr, span_rgb(k), 1);
-						text_at(fr, cr, "span", (a + b) / 2, r->y + 22, 0.5, nm);
-					}
+					if (!isnan(a))
+						span_mark(fr, cr, r, (enum plot_span_kind)k, a, b, pass);
+					a = sa;
+					b = sb;
 				}
-				a = sa;
-				b = sb;
 			}
 		}
-	}
 }
 
 /* A panel's note: centred, on a white box so it reads over bands and hatching. */
