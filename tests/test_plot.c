@@ -1494,6 +1494,56 @@ static void phase_names_svg(void)
 }
 
 /*
+ * 40 phase names in a two-panel figure: the legend lists names while the
+ * panels' legend areas have room, then "and N more phase names", and
+ * nothing below the last panel; the shown names plus N are all 40.
+ */
+static void many_names(void)
+{
+	char err[256], leg[8192], nm[32];
+	int64_t t[2] = { BASE_NS, BASE_NS + 40 * SEC };
+	double v[2] = { 1, 1 };
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "names", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	int q = plot_figure_add_panel(f, "B", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = 2 };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	s.panel = q;
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	for (int k = 0; k < 40; k++) {
+		snprintf(nm, sizeof(nm), "kernel_%02d", k);
+		CU_ASSERT_EQUAL(plot_figure_add_phase(f, BASE_NS + k * SEC, BASE_NS + k * SEC + SEC / 2, nm, err, sizeof(err)),
+				0);
+	}
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	int shown = 0, more = -1;
+	for (const char *l = leg; *l;) {
+		const char *e = strchr(l, '\n');
+		if (!strncmp(l, "kernel_", 7))
+			shown++;
+		else if (!strncmp(l, "and ", 4))
+			more = atoi(l + 4);
+		l = e ? e + 1 : l + strlen(l);
+	}
+	printf("\n    40 names: %d in the legend, \"and %d more\" ", shown, more);
+	CU_ASSERT(shown >= 10);
+	CU_ASSERT_EQUAL(shown + more, 40);
+	/* every legend line inside the panels' height */
+	double bottom = L.panel[1].y + L.panel[1].h;
+	for (const char *x = svg; (x = strstr(x, "<text class=\"legend\"")); x++) {
+		const char *y = strstr(x, " y=\"");
+		CU_ASSERT(y && strtod(y + 4, NULL) <= bottom);
+	}
+	free(svg);
+	plot_figure_free(f);
+}
+
+/*
  * More samples than pixels: per column a min..max band (a fill in the
  * series' colour) and the mean line (a stroke), both broken at a NaN gap.
  */
@@ -1694,6 +1744,7 @@ int main(int argc, char **argv)
 		{ "plot/spans", spans, NULL },
 		{ "plot/phase_names", phase_names_svg, NULL },
 		{ "plot/envelope", envelope, NULL },
+		{ "plot/many_names", many_names, NULL },
 		{ "figure/app_svg", app_svg, NULL },
 		{ "figure/sensor_cut", sensor_cut, NULL },
 		{ "browser/app_png", app_png_in_chromium, browser_requires },
