@@ -847,7 +847,7 @@ static int app_recording(void)
 	snprintf(iters, sizeof(iters), "%d", APP_ITERS);
 	const char *pre[] = { "--emulate", "mi300a", NULL };
 	const char *args[] = { "record", "--spm", "SQ_WAVES,TCC_HIT", "--smi", "power", "-d", app_dir, "-o", "run",
-			       "-f", "csv", "--", app, "1", iters, "80000", NULL };
+			       "-f", "csv,sqlite", "--", app, "1", iters, "80000", NULL };
 	const char *env[] = { "SPMTAP_EMU_INJECT_DROP=150:2000000", "SPMTAP_EMU_WORKLOAD=constant:1", NULL };
 	pid_t pid = tp_spawn_spmtap(pre, args, state, &(struct tp_opts){ .env = env, .out = "/dev/null", .err = errf });
 	app_rc = pid > 0 ? tp_wait(pid) : 127;
@@ -1311,6 +1311,38 @@ static void app_html_in_chromium(void)
 	app_fig_free(&a);
 }
 
+/*
+ * The app recording's SQLite file alone draws the same figure as its CSV
+ * files alone, byte for byte: gaps, saturation and phases come from the
+ * data, whichever file holds it.
+ */
+static void app_sqlite_same(void)
+{
+	if (app_recording()) {
+		CU_FAIL("no app recording");
+		return;
+	}
+	char csvdir[PATH_MAX], db[PATH_MAX], a[PATH_MAX], b[PATH_MAX], cmd[3 * PATH_MAX], errf[PATH_MAX];
+	art("app-csv-only", csvdir, sizeof(csvdir));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir '%s' && cp '%s'/run_*.csv '%s'/run_meta.json '%s'/", csvdir,
+		 csvdir, app_dir, app_dir, csvdir);
+	CU_ASSERT_EQUAL_FATAL(tp_sh(cmd, NULL, 0), 0);
+	snprintf(db, sizeof(db), "%s/run.db", app_dir);
+	art("app-from-sqlite.svg", a, sizeof(a));
+	art("app-from-csv.svg", b, sizeof(b));
+	art("app-sqlite.err", errf, sizeof(errf));
+	const char *pa[] = { "plot", db, "-o", a, NULL }, *pb[] = { "plot", csvdir, "-o", b, NULL };
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, pa, NULL, &(struct tp_opts){ .err = errf })), 0);
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, pb, NULL, &(struct tp_opts){ .err = errf })), 0);
+	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
+	int same = tp_sh(cmd, NULL, 0);
+	if (same)
+		fprintf(stderr, "\n    %s and %s differ ", a, b);
+	CU_ASSERT_EQUAL(same, 0);
+	snprintf(cmd, sizeof(cmd), "grep -c 'saturated at this interval' '%s'", a);
+	CU_ASSERT_STRING_EQUAL(tp_sh1(cmd), "1");
+}
+
 /* ---- the figure API's truth marks, on synthetic data --------------------------------------- */
 
 static char *render_svg(struct plot_figure *f)
@@ -1747,6 +1779,7 @@ int main(int argc, char **argv)
 		{ "plot/many_names", many_names, NULL },
 		{ "figure/app_svg", app_svg, NULL },
 		{ "figure/sensor_cut", sensor_cut, NULL },
+		{ "figure/sqlite_same", app_sqlite_same, NULL },
 		{ "browser/app_png", app_png_in_chromium, browser_requires },
 		{ "browser/app_html", app_html_in_chromium, browser_requires },
 		{ NULL, NULL, NULL },
