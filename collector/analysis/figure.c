@@ -165,6 +165,10 @@ static int counter_rate(const struct rec_gpu *g, const char *col, struct fig_dat
 	for (size_t k = 0; k < m; k++) {
 		int64_t tk = t0->t_ns[k];
 		if (k && tk - t0->t_ns[k - 1] > P + P / 2) {
+			/* a saturated run ends where the data does: the gap is lost, not saturated */
+			if (sat_from >= 0 && span_add(&mk->sat, sat_from, t0->t_ns[k - 1], 2 * P))
+				return -ENOMEM;
+			sat_from = -1;
 			if (span_add(&mk->lost, t0->t_ns[k - 1], tk - P, P))
 				return -ENOMEM;
 			(*t)[o] = tk - P;
@@ -190,6 +194,9 @@ static int counter_rate(const struct rec_gpu *g, const char *col, struct fig_dat
 				sum += val;
 		}
 		if (missing && !sat) {
+			if (sat_from >= 0 && span_add(&mk->sat, sat_from, tk - P, 2 * P))
+				return -ENOMEM;
+			sat_from = -1;
 			if (span_add(&mk->lost, tk - P, tk, P))
 				return -ENOMEM;
 			(*t)[o] = tk;
