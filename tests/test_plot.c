@@ -1175,6 +1175,15 @@ static void app_svg(void)
 			}
 		}
 	}
+	/* and no saturated span over a lost stretch (TCC_HIT is saturated on both sides of it) */
+	size_t sat_over_lost = 0;
+	for (size_t k = 0; k < nl; k++)
+		for (size_t i = 0; i < a.f->nspans; i++) {
+			const struct plot_span *sp = &a.f->spans[i];
+			int64_t mid = lost[k][0] + (lost[k][1] - lost[k][0]) / 2;
+			sat_over_lost += sp->kind == PLOT_SPAN_SATURATED && sp->t0 < mid && sp->t1 > mid;
+		}
+	CU_ASSERT_EQUAL(sat_over_lost, 0);
 	printf("%zu lost stretches (%zu over 4 px), %zu SQ_WAVES segments across them ", nl, wide, crossing);
 	CU_ASSERT(wide >= 1);
 	CU_ASSERT_EQUAL(crossing, 0);
