@@ -748,7 +748,7 @@ static void draw_legends(const struct plot_figure *f, const struct plot_frame *f
 	 * panels leave room from the top down: names are how bands of several
 	 * kinds tell apart once their labels no longer fit above them.
 	 */
-	size_t nm = 0, shown = 0;
+	size_t nm = 0;
 	for (int p = 0; p < fr->L.npanels && nm < f->nnames; p++) {
 		const struct plot_rect *r = &fr->L.legend[p];
 		double y = ys[p], tw = r->w - 30;
@@ -778,10 +778,8 @@ static void draw_legends(const struct plot_figure *f, const struct plot_frame *f
 			rgb(cr, PLOT_RGB_TEXT, 1);
 			text_at(fr, cr, "legend", r->x + 30, y + 4, 0, fit(cr, f->phases[i].label, tw, buf, sizeof(buf)));
 			y += LEGEND_ROW;
-			shown++;
 		}
 	}
-	(void)shown;
 }
 
 static void draw_title(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
