@@ -84,7 +84,7 @@ struct session_opts {
 /* Per XCC stream: every byte retired is one of these (docs/architecture.md). */
 struct session_xcc {
 	uint64_t bytes;            /* retired by the kernel into feeder buffers (after seq 0) */
-	uint64_t samples;          /* decoded and written */
+	uint64_t samples;          /* decoded; all but after_end written */
 	uint64_t sample_bytes;     /* samples * sample size */
 	uint64_t gap_samples;      /* lost: timestamp gaps (samples never in any buffer) */
 	uint64_t loss_flags;       /* parts the kernel flagged (loss or untrusted framing) */
@@ -93,6 +93,8 @@ struct session_xcc {
 	uint64_t trailing_bytes;   /* a partial sample at the end */
 	uint64_t gaps;             /* timestamp gaps the lost samples were counted in */
 	uint64_t resyncs;          /* alignment searches after the start's */
+	uint64_t after_end;        /* decoded after the recording's end (the counters run until the stop
+				    * program executes): left out of the outputs, not loss */
 	uint64_t regions;          /* parts retired (every buffer has one per XCC stream) */
 };
 
@@ -143,6 +145,20 @@ void session_set_stop_reason(struct session *s, const char *why);
 const char *session_layout(const struct session *s, size_t i);
 /* GPU i's note when its buffer size was adjusted, or "". */
 const char *session_size_note(const struct session *s, size_t i);
+/*
+ * The recording's window on CLOCK_BOOTTIME (docs/cli/spmtap-record.md "When a
+ * recording stops"): it starts when the outputs open (their
+ * start_boottime_ns) and ends at the earliest time given to session_set_end
+ * (any thread, any time: a --duration's end before it comes, a signal's
+ * arrival), or else when session_stop begins.  No SPM or sensor row after
+ * the end reaches an output: the counters keep running until the stop
+ * program executes, and those samples are counted (session_xcc.after_end)
+ * and left out, so the data ends at the stop however long the stop takes.
+ * session_end_boottime: the end, or INT64_MAX while it is not known.
+ */
+int64_t session_start_boottime(const struct session *s);
+void session_set_end(struct session *s, int64_t boottime_ns);
+int64_t session_end_boottime(const struct session *s);
 /* Stop counters, drain, write the end metadata, close outputs.  0 or the first error. */
 int session_stop(struct session *s, char *err, size_t errlen);
 size_t session_ngpus(const struct session *s);

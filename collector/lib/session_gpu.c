@@ -182,6 +182,7 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		a->gaps = s.dec.gaps;
 		a->resyncs = s.resyncs;
 		a->regions = s.parts;
+		a->after_end = atomic_load(&((struct sgpu *)g)->after_end[x]);
 		fed += a->bytes;
 	}
 	if (g->have_fs) {
