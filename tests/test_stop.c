@@ -280,11 +280,11 @@ static void test_duration_intervals(void)
 	}
 }
 
-/* SIGTERM while interval-32 data pours in: stopped, drained and complete within the bound. */
-static void sigterm_at(const char *profile)
+/* SIGTERM (or SIGINT) while interval-32 data pours in: stopped, drained and complete within the bound. */
+static void signal_at(const char *profile, int sig)
 {
 	char tag[64];
-	snprintf(tag, sizeof(tag), "term-%s", profile);
+	snprintf(tag, sizeof(tag), "sig%d-%s", sig, profile);
 	const char *const args[] = { "record", "--spm", "SQ_WAVES", "--interval", "32", NULL };
 	struct rec r;
 	rec_spawn(&r, profile, tag, args);
@@ -302,15 +302,18 @@ static void sigterm_at(const char *profile)
 		usleep(50000);
 	}
 	CU_ASSERT(data);
-	kill(r.pid, SIGTERM);
+	kill(r.pid, sig);
 	r.t_stop = mono_s();
 	rec_wait(&r, r.t_stop + STOP_BOUND_S);
 	CU_ASSERT_EQUAL(r.status, 0);
-	fprintf(stderr, "\n    %s interval 32: SIGTERM to exit %.2f s (bound %.0f s) ", profile, r.stop_s,
-		STOP_BOUND_S);
+	fprintf(stderr, "\n    %s interval 32: %s to exit %.2f s (bound %.0f s) ", profile, sig == SIGINT ? "SIGINT" : "SIGTERM",
+		r.stop_s, STOP_BOUND_S);
 	const char *t = tf_peek(r.err);
-	CU_ASSERT(t && strstr(t, "stopped by Terminated"));
+	CU_ASSERT(t && strstr(t, sig == SIGINT ? "stopped by Interrupt" : "stopped by Terminated"));
 }
+
+static void sigterm_at(const char *profile) { signal_at(profile, SIGTERM); }
+static void test_sigint_mi300a(void) { signal_at("mi300a", SIGINT); }
 
 static void test_sigterm_mi300a(void) { sigterm_at("mi300a"); }
 static void test_sigterm_mi300x(void) { sigterm_at("mi300x"); }
@@ -375,6 +378,7 @@ int main(int argc, char **argv)
 		{ "sigterm_mi300x", test_sigterm_mi300x, need_emulator },
 		{ "sigterm_mi250x", test_sigterm_mi250x, need_emulator },
 		{ "sigterm_mi210", test_sigterm_mi210, need_emulator },
+		{ "sigint_mi300a", test_sigint_mi300a, need_emulator },
 		{ "data_ends_at_duration", test_data_ends_at_duration, need_sqlite },
 		{ NULL, NULL, NULL },
 	};
