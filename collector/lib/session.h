@@ -84,7 +84,7 @@ struct session_opts {
 /* Per XCC stream: every byte retired is one of these (docs/architecture.md). */
 struct session_xcc {
 	uint64_t bytes;            /* retired by the kernel into feeder buffers (after seq 0) */
-	uint64_t samples;          /* decoded; all but after_end written */
+	uint64_t samples;          /* decoded and written */
 	uint64_t sample_bytes;     /* samples * sample size */
 	uint64_t gap_samples;      /* lost: timestamp gaps (samples never in any buffer) */
 	uint64_t loss_flags;       /* parts the kernel flagged (loss or untrusted framing) */
@@ -94,7 +94,9 @@ struct session_xcc {
 	uint64_t gaps;             /* timestamp gaps the lost samples were counted in */
 	uint64_t resyncs;          /* alignment searches after the start's */
 	uint64_t after_end;        /* decoded after the recording's end (the counters run until the stop
-				    * program executes): left out of the outputs, not loss */
+				    * program executes): left out of the outputs, not loss, not in
+				    * samples; bytes = (samples + after_end) * sample size + resync +
+				    * prestart + trailing.  gap_samples counts the window's gaps only */
 	uint64_t regions;          /* parts retired (every buffer has one per XCC stream) */
 };
 

@@ -176,15 +176,16 @@ json_t *ses_accounting_json(struct session *S)
 		json_t *xs = json_array();
 		for (uint32_t x = 0; x < st.nxcc; x++) {
 			const struct session_xcc *a = &st.xcc[x];
-			json_array_append_new(xs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			json_array_append_new(xs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 				"xcc", (int)x, "bytes", (json_int_t)a->bytes, "samples",
 				(json_int_t)a->samples, "sample_bytes", (json_int_t)a->sample_bytes,
 				"lost_gap_samples", (json_int_t)a->gap_samples, "kernel_loss_flags",
 				(json_int_t)a->loss_flags, "resync_dropped_bytes",
 				(json_int_t)a->resync_bytes, "prestart_bytes", (json_int_t)a->prestart_bytes,
 				"trailing_bytes", (json_int_t)a->trailing_bytes,
-				/* decoded after the recording's end: in `samples`, not in the outputs */
-				"after_end_samples", (json_int_t)a->after_end));
+				/* decoded after the recording's end, left out: bytes balance with after_end_bytes */
+				"after_end_samples", (json_int_t)a->after_end, "after_end_bytes",
+				(json_int_t)(a->after_end * st.sample_size)));
 		}
 		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "gpu",
 			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,

@@ -56,8 +56,14 @@ struct sgpu {
 	struct timebase *tb;
 	pthread_mutex_t tb_lock;
 	bool stall_done;
-	/* SPM samples decoded after the recording's end, per XCC stream: left out of the outputs */
-	atomic_uint_least64_t after_end[DEC_MAX_XCC];
+	/*
+	 * Per XCC stream, SPM samples decoded after the recording's end (left
+	 * out of the outputs) and the gap samples counted before them (lost
+	 * after the last written sample, so not in the recording's window);
+	 * lost_prev: the decoder's lost count at the previous chunk.
+	 */
+	atomic_uint_least64_t after_end[DEC_MAX_XCC], after_end_gap[DEC_MAX_XCC];
+	uint64_t lost_prev[DEC_MAX_XCC];
 	/* sensors */
 	struct smi_probe probe;
 	bool probed;

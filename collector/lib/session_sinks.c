@@ -101,8 +101,15 @@ int ses_spm_sink(void *user, const struct dec_chunk *c)
 	uint32_t n = c->nsamples;
 	while (n && host[n - 1] > end)
 		n--;
+	/* The decoder counts a gap before emitting the chunk it precedes (a chunk holds none). */
+	struct dthr_xcc ds;
+	uint64_t lost = g->dt && dthr_stats(g->dt, c->xcc, &ds) == 0 ? ds.dec.lost_samples_est : 0;
+	uint64_t gap_before = lost - g->lost_prev[c->xcc];
+	g->lost_prev[c->xcc] = lost;
 	if (n < c->nsamples)
 		atomic_fetch_add(&g->after_end[c->xcc], c->nsamples - n);
+	if (!n)
+		atomic_fetch_add(&g->after_end_gap[c->xcc], gap_before);
 	if (!n) {
 		free(it);
 		return 0;
