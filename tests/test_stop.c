@@ -294,11 +294,17 @@ static void signal_at(const char *profile, int sig)
 	snprintf(f, sizeof(f), "%s/run_spm.csv", r.dir);
 	snprintf(fp, sizeof(fp), "%s.part", f);
 	bool data = false;
+	int ws;
 	while (!data && mono_s() < r.t_spawn + START_BOUND_S) {
 		struct stat st;
 		data = (!stat(f, &st) && st.st_size > 65536) || (!stat(fp, &st) && st.st_size > 65536);
-		if (waitpid(r.pid, NULL, WNOHANG) == r.pid)
-			break;
+		if (waitpid(r.pid, &ws, WNOHANG) == r.pid) {
+			/* It ended before any data: say how, and do not signal a reaped pid. */
+			fprintf(stderr, "\n    %s: the recorder ended before data came (status %d): %s ", profile,
+				WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws), tf_peek(r.err) ? tf_peek(r.err) : "");
+			CU_FAIL("no data before the recorder ended");
+			return;
+		}
 		usleep(50000);
 	}
 	CU_ASSERT(data);
