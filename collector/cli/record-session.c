@@ -127,11 +127,17 @@ static void summary(struct session *S, double secs)
 			pre += st.xcc[x].prestart_bytes;
 			trail += st.xcc[x].trailing_bytes;
 		}
+		/* the timebase's worst-case error (docs/timebase.md "Error bound"), not the fit's residual */
+		char tbw[64];
+		if (st.tb_pairs >= 2)
+			snprintf(tbw, sizeof(tbw), "times within %.0f ns (worst-case bound)", st.tb_bound_ns);
+		else
+			snprintf(tbw, sizeof(tbw), "too few to map times");
 		fprintf(stderr, "spmtap record: GPU %u: %.2f s, %" PRIu64 " bytes (%.1f MB/s), %" PRIu64
-			" samples from %u XCC stream(s); %" PRIu64 " sensor samples; timebase %u pairs, "
-			"residual rms %.0f ns max %.0f ns, %.2f ppm\n", st.gpu, secs, bytes,
+			" samples from %u XCC stream(s); %" PRIu64 " sensor samples; timebase %u pairs ("
+			"%u rejected as disturbed), %s, %.2f ppm\n", st.gpu, secs, bytes,
 			secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
-			st.tb_pairs, st.tb_rms_ns, st.tb_max_ns, st.tb_ppm);
+			st.tb_pairs, st.tb_rejected, tbw, st.tb_ppm);
 		if (gap || resync || flags)
 			fprintf(stderr, "spmtap record: WARNING: GPU %u: DATA LOSS: ~%" PRIu64
 				" samples lost (timestamp gaps), %" PRIu64 " bytes dropped at resync, %" PRIu64

@@ -202,6 +202,10 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->smi_samples = ss.samples;
 		st->smi_missed = ss.missed_deadlines;
 	}
+	/* the clock thread adds pairs while the meta is rewritten during the run; the lock
+	 * is not part of the session's observable state, hence the cast */
+	pthread_mutex_t *tbl = (pthread_mutex_t *)&g->tb_lock;
+	pthread_mutex_lock(tbl);
 	size_t np = tb_npairs(g->tb);
 	st->tb_pairs = (uint32_t)np;
 	double sum = 0, mx = 0;
@@ -213,8 +217,11 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	}
 	st->tb_rms_ns = np ? sqrt(sum / (double)np) : 0;
 	st->tb_max_ns = mx;
+	st->tb_rejected = (uint32_t)tb_nrejected(g->tb);
+	st->tb_bound_ns = tb_bound(g->tb);
 	double hz;
 	tb_rate(g->tb, &hz, &st->tb_ppm);
+	pthread_mutex_unlock(tbl);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
  * first chunk.
  */
 #include <errno.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,10 +159,19 @@ json_t *ses_timebase_json(struct session *S)
 		session_gpu_stats(S, i, &st);
 		double hz = 0, ppm = 0;
 		tb_rate(g->tb, &hz, &ppm);
-		json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
-			"gpu", (int)g->dev->index, "pairs", (int)tb_npairs(g->tb), "segments",
-			(int)tb_nsegments(g->tb), "gpu_clock_hz", hz, "ppm", ppm, "residual_rms_ns",
-			st.tb_rms_ns, "residual_max_ns", st.tb_max_ns, "spm_clock_hz", S->spm_hz));
+		/* the error bound of every segment (docs/timebase.md "Error bound"): the tick range of
+		 * segment k is [pair k, pair k+1] */
+		json_t *segs = json_array();
+		pthread_mutex_lock(&g->tb_lock);
+		const struct tb_segment *sg = tb_segments(g->tb);
+		for (size_t k = 0; k < tb_nsegments(g->tb); k++)
+			json_array_append_new(segs, json_real(round(sg[k].bound_ns)));
+		pthread_mutex_unlock(&g->tb_lock);
+		json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
+			"gpu", (int)g->dev->index, "pairs", (int)st.tb_pairs, "pairs_rejected",
+			(int)st.tb_rejected, "segments", (int)tb_nsegments(g->tb), "gpu_clock_hz", hz, "ppm",
+			ppm, "residual_rms_ns", st.tb_rms_ns, "residual_max_ns", st.tb_max_ns, "spm_clock_hz",
+			S->spm_hz, "bound_ns", round(st.tb_bound_ns), "segments_bound", segs));
 	}
 	return arr;
 }
