@@ -112,7 +112,8 @@ struct session_gpu_stats {
 	bool drain_capped;
 	uint32_t ncols;            /* decoded columns; 0 without counters */
 	uint32_t sample_size;      /* bytes of one sample; 0 without counters */
-	uint64_t smi_samples, smi_missed;
+	uint64_t smi_samples, smi_missed; /* sensor rows written; deadlines missed */
+	uint64_t smi_after_end;           /* sensor readings after the recording's end, left out */
 	uint32_t tb_pairs, tb_rejected; /* pairs used, pairs rejected as disturbed */
 	double tb_rms_ns, tb_max_ns, tb_ppm;
 	double tb_bound_ns;             /* worst-case mapping error (timebase.h), not the fit's residual */

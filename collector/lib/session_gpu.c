@@ -199,7 +199,9 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	if (g->smi) {
 		struct smi_sampler_stats ss;
 		smi_sampler_get_stats(g->smi, &ss);
-		st->smi_samples = ss.samples;
+		/* Written: the readings after the recording's end are left out (session.h). */
+		st->smi_after_end = atomic_load(&((struct sgpu *)g)->smi_after_end);
+		st->smi_samples = ss.samples - st->smi_after_end;
 		st->smi_missed = ss.missed_deadlines;
 	}
 	/* the clock thread adds pairs while the meta is rewritten during the run; the lock

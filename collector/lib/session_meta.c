@@ -197,11 +197,11 @@ json_t *ses_accounting_json(struct session *S)
 				"after_end_samples", (json_int_t)a->after_end, "after_end_bytes",
 				(json_int_t)(a->after_end * st.sample_size)));
 		}
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "gpu",
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:o}", "gpu",
 			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
 			"overrun_polls", (json_int_t)st.overrun_polls, "smi_samples",
 			(json_int_t)st.smi_samples, "smi_missed_deadlines", (json_int_t)st.smi_missed,
-			"xcc", xs));
+			"smi_after_end_samples", (json_int_t)st.smi_after_end, "xcc", xs));
 	}
 	return arr;
 }

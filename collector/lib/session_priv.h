@@ -64,6 +64,7 @@ struct sgpu {
 	 */
 	atomic_uint_least64_t after_end[DEC_MAX_XCC], after_end_gap[DEC_MAX_XCC];
 	uint64_t lost_prev[DEC_MAX_XCC];
+	atomic_uint_least64_t smi_after_end; /* sensor readings after the end, left out */
 	/* sensors */
 	struct smi_probe probe;
 	bool probed;

@@ -134,6 +134,7 @@ void ses_smi_sink(const struct series_chunk *c, void *arg)
 	uint32_t n = c->n;
 	while (n && c->host_ns[n - 1] > end)
 		n--;
+	atomic_fetch_add(&g->smi_after_end, c->n - n);
 	if (!n)
 		return;
 	struct series_chunk cut = *c;
