@@ -24,7 +24,10 @@
 #include "browser.h"
 #include "collector/analysis/html.h"
 #include "collector/analysis/plot.h"
+#include "collector/analysis/figure.h"
 #include "collector/analysis/plot_internal.h"
+#include "collector/analysis/recording.h"
+#include "proc.h"
 #include "testenv.h"
 
 #define NPHASES 5
@@ -224,10 +227,20 @@ static int find_panels(const struct browser_image *img, struct browser_panel *ou
 	return browser_find_panels(img, PLOT_RGB_AXIS, AXIS_TOL, out, max);
 }
 
-static int bands_in(const struct browser_image *img, const struct browser_panel *p, struct browser_run *runs,
+/* A colour drawn at alpha a over white, as a screenshot shows it. */
+static uint32_t on_white(uint32_t c, double a)
+{
+	uint32_t o = 0;
+	for (int sh = 16; sh >= 0; sh -= 8)
+		o |= (uint32_t)lround(((c >> sh) & 255) * a + 255 * (1 - a)) << sh;
+	return o;
+}
+
+/* Bands of phase name k (the synthetic figure's names are all distinct: name k is phase k). */
+static int bands_in(const struct browser_image *img, const struct browser_panel *p, int k, struct browser_run *runs,
 		    int max)
 {
-	return browser_panel_bands(img, p, PLOT_RGB_PHASE_ON_WHITE, BAND_TOL, runs, max);
+	return browser_panel_bands(img, p, on_white(plot_phase_rgb((size_t)k), PLOT_PHASE_ALPHA), BAND_TOL, runs, max);
 }
 
 /*
@@ -245,17 +258,20 @@ static void check_figure_pixels(const struct browser_image *img, int expect, con
 		fprintf(stderr, "\n    %s: %d panels found, %d expected ", what, n, expect);
 	CU_ASSERT_EQUAL(n, expect);
 	for (int i = 0; i < n && i < 8; i++) {
-		struct browser_run runs[16];
-		int nb = bands_in(img, &fp[i], runs, 16);
-		if (nb != NPHASES)
-			fprintf(stderr, "\n    %s: panel at (%d,%d): %d bands ", what, fp[i].left, fp[i].top, nb);
-		CU_ASSERT_EQUAL(nb, NPHASES);
-		/* each band where its phase is: 1..2 s, 3..4 s, ... of 11 s */
+		/* each phase one band in its name's colour, where it is: 1..2 s, 3..4 s, ... of 11 s */
 		double w = fp[i].right - fp[i].left + 1;
-		for (int k = 0; k < nb && k < NPHASES && k < 16; k++) {
+		for (int k = 0; k < NPHASES; k++) {
+			struct browser_run runs[16];
+			int nb = bands_in(img, &fp[i], k, runs, 16);
+			if (nb != 1)
+				fprintf(stderr, "\n    %s: panel at (%d,%d): %d bands of phase '%s' ", what, fp[i].left,
+					fp[i].top, nb, phase_names[k]);
+			CU_ASSERT_EQUAL(nb, 1);
+			if (nb < 1)
+				continue;
 			double mid = fp[i].left + w * (phase_t0(k) + SEC / 2 - L->t0_ns) / (double)(L->t1_ns - L->t0_ns);
-			CU_ASSERT(fabs((runs[k].from + runs[k].to) / 2.0 - mid) < 4);
-			CU_ASSERT(fabs((runs[k].to - runs[k].from + 1) - w / 11) < 5);
+			CU_ASSERT(fabs((runs[0].from + runs[0].to) / 2.0 - mid) < 4);
+			CU_ASSERT(fabs((runs[0].to - runs[0].from + 1) - w / 11) < 5);
 		}
 		/* the panel's size matches the layout's (no scaling on the way) */
 		CU_ASSERT(abs((fp[i].right - fp[i].left + 1) - (int)L->panel[0].w) <= 3);
@@ -541,8 +557,8 @@ static void million(void)
 	int top = 0;
 	for (int dx = -1; dx <= 1; dx++)
 		for (int y = (int)r->y + 1; y < r->y + r->h * 0.2; y++)
-			top += browser_rgb_near(browser_px(&img, x + dx, y), plot_color_rgb(PLOT_BLUE), 60);
-	CU_ASSERT(top > 5);
+			top += browser_rgb_near(browser_px(&img, x + dx, y), on_white(plot_color_rgb(PLOT_BLUE), 0.35), 30);
+	CU_ASSERT(top > 5); /* in the envelope: drawn at alpha 0.35 */
 	browser_image_free(&img);
 	free(svg);
 	free(png);
@@ -580,8 +596,9 @@ static void outside_range(void)
 	/* the phase at 3..4 s starts mid-figure; the huge one shades all of it (darker where both are) */
 	const struct plot_rect *r = &L.panel[0];
 	struct browser_run run[4];
+	/* "all" is the sixth name: the sixth band colour, alone left of the fft band */
 	int n = browser_count_runs(&img, (int)r->y + 5, (int)r->x + 2, (int)(r->x + r->w) - 3,
-				   PLOT_RGB_PHASE_ON_WHITE, BAND_TOL, 4, 4, run, 4);
+				   on_white(plot_phase_rgb(NPHASES), PLOT_PHASE_ALPHA), BAND_TOL, 4, 4, run, 4);
 	CU_ASSERT_EQUAL(n, 1);
 	CU_ASSERT(n == 1 && fabs(run[0].to - (r->x + r->w / 2)) < 4);
 	/* the 1 ms power line is drawn across the whole width */
@@ -801,6 +818,880 @@ static void png_in_chromium(void)
 	synth_free(&s);
 }
 
+/* ---- an app-marker recording on the emulated MI300A ------------------------------------------ */
+
+/*
+ * tests/helpers/marker_app, 1 thread, 6 iterations of 80 ms: phases
+ * "t0/iter" back to back (adjacent: one ends where the next begins) with
+ * "t0/inner0".."t0/inner5" inside them, 7 names.  The emulated MI300A at
+ * the default interval with a constant load: TCC_HIT saturates in every
+ * sample (plan14 contract 1: a NAN cell), SQ_WAVES is dense (~15.6 us per
+ * sample, some 30,000 samples for ~900 px) and, with
+ * SPMTAP_EMU_INJECT_DROP, has a lost stretch of ~85 ms (2 MB per XCC).
+ * Recorded once; the cases below look at what spmtap plot draws of it.
+ */
+#define APP_ITERS 6
+static char app_dir[PATH_MAX];
+static int app_rc = -1;
+
+static int app_recording(void)
+{
+	if (app_rc >= 0)
+		return app_rc;
+	char state[PATH_MAX], errf[PATH_MAX], app[PATH_MAX], iters[16];
+	art("app", app_dir, sizeof(app_dir));
+	art("app-emu-state", state, sizeof(state));
+	art("app-record.err", errf, sizeof(errf));
+	mkdir(state, 0700);
+	snprintf(app, sizeof(app), "%s/tests/helpers/marker_app", testenv_build_dir());
+	snprintf(iters, sizeof(iters), "%d", APP_ITERS);
+	const char *pre[] = { "--emulate", "mi300a", NULL };
+	const char *args[] = { "record", "--spm", "SQ_WAVES,TCC_HIT", "--smi", "power", "-d", app_dir, "-o", "run",
+			       "-f", "csv,sqlite", "--", app, "1", iters, "80000", NULL };
+	const char *env[] = { "SPMTAP_EMU_INJECT_DROP=150:2000000", "SPMTAP_EMU_WORKLOAD=constant:1", NULL };
+	pid_t pid = tp_spawn_spmtap(pre, args, state, &(struct tp_opts){ .env = env, .out = "/dev/null", .err = errf });
+	app_rc = pid > 0 ? tp_wait(pid) : 127;
+	if (app_rc) {
+		fprintf(stderr, "\n    spmtap record exited %d; its stderr: %s ", app_rc, errf);
+		if (app_rc < 0)
+			app_rc = 1;
+	}
+	return app_rc;
+}
+
+/* The figure spmtap draws of the app recording, its layout, and the recording itself. */
+struct app_fig {
+	struct recording *r;
+	struct plot_figure *f;
+	struct fig_data *d;
+	struct sa_trace *tr;
+	struct sa_report *rep;
+	struct plot_layout L;
+};
+
+static int app_fig(struct app_fig *a)
+{
+	char err[512];
+	memset(a, 0, sizeof(*a));
+	if (app_recording())
+		return -1;
+	int rc = rec_load(app_dir, &a->r, err, sizeof(err));
+	if (!rc)
+		rc = rec_trace(a->r, &a->tr, err, sizeof(err));
+	if (!rc)
+		rc = sa_report_compute(a->tr, &a->r->phases, &a->rep, err, sizeof(err));
+	if (!rc)
+		rc = fig_build(a->r, 0, a->tr, a->rep, NULL, &a->f, &a->d, NULL, 0, err, sizeof(err));
+	if (!rc)
+		rc = plot_figure_layout(a->f, &a->L, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	return rc;
+}
+
+static void app_fig_free(struct app_fig *a)
+{
+	plot_figure_free(a->f);
+	fig_data_free(a->d);
+	sa_report_free(a->rep);
+	sa_trace_free(a->tr);
+	rec_free(a->r);
+}
+
+static double app_x(const struct app_fig *a, int64_t t)
+{
+	const struct plot_rect *r = &a->L.panel[0];
+	return r->x + (double)(t - a->L.t0_ns) / (double)(a->L.t1_ns - a->L.t0_ns) * r->w;
+}
+
+/* cairo's SVG colour of 0xRRGGBB: "rgb(R%,G%,B%)" with six decimals. */
+static void svg_pct(double v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%f", v);
+	char *e = buf + strlen(buf);
+	while (e > buf && e[-1] == '0')
+		*--e = 0;
+	if (e > buf && e[-1] == '.')
+		e[-1] = 0;
+}
+
+static void svg_rgb(uint32_t c, char *buf, size_t len)
+{
+	char r[32], g[32], b[32];
+	svg_pct(((c >> 16) & 255) / 2.55, r, sizeof(r));
+	svg_pct(((c >> 8) & 255) / 2.55, g, sizeof(g));
+	svg_pct((c & 255) / 2.55, b, sizeof(b));
+	snprintf(buf, len, "rgb(%s%%,%s%%,%s%%)", r, g, b);
+}
+
+/*
+ * Every straight segment (x0, x1) of the SVG's <path>s whose style strokes
+ * or fills with colour c, into seg[] (at most max); returns how many.
+ * cairo writes paths as "M x y L x y ... Z" (and C for curves, which the
+ * figure does not use for data).
+ */
+static size_t svg_segments(const char *svg, uint32_t c, double (*seg)[4], size_t max)
+{
+	char col[64], stroke[80], fill[80];
+	svg_rgb(c, col, sizeof(col));
+	snprintf(stroke, sizeof(stroke), "stroke:%s", col);
+	snprintf(fill, sizeof(fill), "fill:%s", col);
+	size_t n = 0;
+	for (const char *p = svg; (p = strstr(p, "<path "));) {
+		const char *end = strchr(p, '>');
+		if (!end)
+			break;
+		const char *st = strstr(p, "style=\""), *d = strstr(p, " d=\"");
+		if (!st || !d || st > end || d > end) {
+			p = end;
+			continue;
+		}
+		const char *st_end = strchr(st + 7, '"');
+		size_t sl = (size_t)(st_end - st);
+		char style[512];
+		snprintf(style, sizeof(style), "%.*s", (int)(sl < sizeof(style) - 1 ? sl : sizeof(style) - 1), st);
+		if (!strstr(style, stroke) && !strstr(style, fill)) {
+			p = end;
+			continue;
+		}
+		double cx = NAN, cy = NAN, sx = NAN, sy = NAN;
+		const char *q = d + 4;
+		while (*q && *q != '"') {
+			char op = *q;
+			if (op == 'M' || op == 'L') {
+				char *e1, *e2;
+				double x = strtod(q + 1, &e1), y = strtod(e1, &e2);
+				if (op == 'L' && n < max) {
+					seg[n][0] = cx;
+					seg[n][1] = cy;
+					seg[n][2] = x;
+					seg[n][3] = y;
+					n++;
+				}
+				if (op == 'M') {
+					sx = x;
+					sy = y;
+				}
+				cx = x;
+				cy = y;
+				q = e2;
+			} else if (op == 'Z') {
+				if (n < max && !isnan(sx)) {
+					seg[n][0] = cx;
+					seg[n][1] = cy;
+					seg[n][2] = sx;
+					seg[n][3] = sy;
+					n++;
+				}
+				cx = sx;
+				cy = sy;
+				q++;
+			} else {
+				q++;
+			}
+		}
+		p = end;
+	}
+	return n;
+}
+
+/* The text layer's strings of class cls (plot.h), one per line into buf. */
+static size_t svg_texts(const char *svg, const char *cls, char *buf, size_t len)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "<text class=\"%s\"", cls);
+	size_t o = 0, n = 0;
+	buf[0] = 0;
+	for (const char *p = svg; (p = strstr(p, key)); p++) {
+		const char *a = strchr(p, '>'), *b = a ? strstr(a, "</text>") : NULL;
+		if (!b)
+			break;
+		char one[512];
+		browser_dom_text(a + 1, b, one, sizeof(one));
+		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s\n", one);
+		if (o >= len)
+			o = len - 1;
+		n++;
+	}
+	return n;
+}
+
+static bool has_line(const char *buf, const char *line)
+{
+	size_t l = strlen(line);
+	for (const char *p = buf; (p = strstr(p, line)); p++)
+		if ((p == buf || p[-1] == '\n') && p[l] == '\n')
+			return true;
+	return false;
+}
+
+/* Stretches of XCC 0 with no samples: steps over 1.5 median periods, from the CSV's own rows. */
+static size_t lost_stretches(const struct rec_table *t, int64_t (*out)[2], size_t max)
+{
+	if (t->n < 3)
+		return 0;
+	int64_t *d = malloc((t->n - 1) * sizeof(*d));
+	for (size_t i = 1; i < t->n; i++)
+		d[i - 1] = t->t_ns[i] - t->t_ns[i - 1];
+	/* the median by counting: period steps are all alike */
+	int64_t med = d[(t->n - 1) / 2];
+	for (int it = 0; it < 3; it++) {
+		size_t below = 0;
+		for (size_t i = 0; i < t->n - 1; i++)
+			below += d[i] < med;
+		if (below > (t->n - 1) / 2)
+			med = med * 9 / 10;
+	}
+	size_t n = 0;
+	for (size_t i = 1; i < t->n; i++)
+		if (d[i - 1] > med * 3 / 2 && n < max) {
+			out[n][0] = t->t_ns[i - 1];
+			out[n][1] = t->t_ns[i];
+			n++;
+		}
+	free(d);
+	return n;
+}
+
+/*
+ * The SVG spmtap plot writes of the app recording, checked as a reader
+ * would: every phase name present (text layer), one boundary line per
+ * distinct phase edge, the y range of every panel reaching 0, no path
+ * segment of SQ_WAVES over a lost stretch (which is labelled "lost"),
+ * and TCC_HIT, saturated in every sample, says so.
+ */
+static void app_svg(void)
+{
+	struct app_fig a;
+	if (app_fig(&a)) {
+		CU_FAIL("no app recording to draw");
+		app_fig_free(&a);
+		return;
+	}
+	char svgp[PATH_MAX], errf[PATH_MAX];
+	art("app-markers.svg", svgp, sizeof(svgp));
+	art("app-plot.err", errf, sizeof(errf));
+	const char *args[] = { "plot", app_dir, "-o", svgp, NULL };
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, args, NULL, &(struct tp_opts){ .err = errf })), 0);
+	size_t len;
+	char *svg = NULL;
+	FILE *fp = fopen(svgp, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+	svg = calloc(1, 8 << 20);
+	len = fread(svg, 1, (8 << 20) - 1, fp);
+	fclose(fp);
+	CU_ASSERT(len > 1000);
+
+	/* every phase name, and the two kinds the app made */
+	char *txt = malloc(1 << 16), *leg = malloc(1 << 16);
+	svg_texts(svg, "legend", leg, 1 << 16);
+	size_t names = 0, missing = 0;
+	for (size_t i = 0; i < a.r->phases.n; i++) {
+		const char *nm = a.r->phases.v[i].name;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(a.r->phases.v[j].name, nm);
+		if (seen)
+			continue;
+		names++;
+		if (!has_line(leg, nm)) {
+			fprintf(stderr, "\n    phase name '%s' not in the figure ", nm);
+			missing++;
+		}
+	}
+	printf("\n    %zu phases, %zu names, ", a.r->phases.n, names);
+	CU_ASSERT_EQUAL(names, APP_ITERS + 1);
+	CU_ASSERT_EQUAL(missing, 0);
+
+	/* one boundary line per distinct edge (edges in one pixel column are one edge) */
+	double (*seg)[4] = malloc(sizeof(*seg) * 200000);
+	size_t nb = svg_segments(svg, PLOT_RGB_BOUNDARY, seg, 200000);
+	double bx[64];
+	size_t nbx = 0, slanted = 0;
+	for (size_t i = 0; i < nb; i++) {
+		slanted += seg[i][0] != seg[i][2];
+		/* the first panel's lines, not the legend's swatches */
+		if (seg[i][1] > a.L.panel[0].y + a.L.panel[0].h || seg[i][0] > a.L.panel[0].x + a.L.panel[0].w)
+			continue;
+		bool dup = false;
+		for (size_t j = 0; j < nbx && !dup; j++)
+			dup = bx[j] == seg[i][0];
+		if (!dup && nbx < 64)
+			bx[nbx++] = seg[i][0];
+	}
+	double ex[128];
+	size_t nex = 0;
+	for (size_t i = 0; i < a.r->phases.n; i++)
+		for (int e = 0; e < 2; e++) {
+			double x = floor(app_x(&a, e ? a.r->phases.v[i].end_ns : a.r->phases.v[i].start_ns)) + 0.5;
+			bool dup = x <= a.L.panel[0].x + 1 || x >= a.L.panel[0].x + a.L.panel[0].w;
+			for (size_t j = 0; j < nex && !dup; j++)
+				dup = ex[j] == x;
+			if (!dup && nex < 128)
+				ex[nex++] = x;
+		}
+	size_t unmatched = 0;
+	for (size_t j = 0; j < nex; j++) {
+		bool hit = false;
+		for (size_t i = 0; i < nbx && !hit; i++)
+			hit = fabs(bx[i] - ex[j]) < 0.01;
+		if (!hit)
+			fprintf(stderr, "\n    no boundary line at x = %.1f (an edge) ", ex[j]);
+		unmatched += !hit;
+	}
+	for (size_t i = 0; unmatched && i < nbx; i++)
+		fprintf(stderr, "\n    boundary line at x = %.2f ", bx[i]);
+	printf("%zu edges at distinct pixels, %zu boundary lines, ", nex, nbx);
+	CU_ASSERT(nex >= APP_ITERS + 1);
+	CU_ASSERT_EQUAL(nbx, nex);
+	CU_ASSERT_EQUAL(unmatched, 0);
+	CU_ASSERT_EQUAL(slanted, 0);
+
+	/* the baseline: a "0" tick in every panel */
+	size_t nz = 0;
+	for (const char *p = svg; (p = strstr(p, "<text class=\"ytick\"")); p++) {
+		const char *gt = strchr(p, '>');
+		if (gt && !strncmp(gt, ">0</text>", 9))
+			nz++;
+	}
+	printf("%zu panels with a 0 tick of %d, ", nz, a.L.npanels);
+	CU_ASSERT_EQUAL(nz, (size_t)a.L.npanels);
+
+	/* gaps: nothing of SQ_WAVES (the first series: blue) across a lost stretch */
+	int64_t lost[32][2];
+	size_t nl = lost_stretches(&a.r->gpu[0].spm[0], lost, 32);
+	size_t ns = svg_segments(svg, plot_color_rgb(PLOT_BLUE), seg, 200000), crossing = 0, wide = 0;
+	for (size_t k = 0; k < nl; k++) {
+		double x0 = app_x(&a, lost[k][0]), x1 = app_x(&a, lost[k][1]);
+		if (x1 - x0 < 4)
+			continue; /* inside a pixel or two: nothing to see either way */
+		wide++;
+		for (size_t i = 0; i < ns; i++) {
+			double lo = fmin(seg[i][0], seg[i][2]), hi = fmax(seg[i][0], seg[i][2]);
+			if (lo < x0 + 1.5 && hi > x1 - 1.5) {
+				if (!crossing)
+					fprintf(stderr, "\n    segment %.1f..%.1f crosses the lost %.1f..%.1f px ", lo, hi, x0, x1);
+				crossing++;
+			}
+		}
+	}
+	/* and no saturated span over a lost stretch (TCC_HIT is saturated on both sides of it) */
+	size_t sat_over_lost = 0;
+	for (size_t k = 0; k < nl; k++)
+		for (size_t i = 0; i < a.f->nspans; i++) {
+			const struct plot_span *sp = &a.f->spans[i];
+			int64_t mid = lost[k][0] + (lost[k][1] - lost[k][0]) / 2;
+			sat_over_lost += sp->kind == PLOT_SPAN_SATURATED && sp->t0 < mid && sp->t1 > mid;
+		}
+	CU_ASSERT_EQUAL(sat_over_lost, 0);
+	printf("%zu lost stretches (%zu over 4 px), %zu SQ_WAVES segments across them ", nl, wide, crossing);
+	CU_ASSERT(wide >= 1);
+	CU_ASSERT_EQUAL(crossing, 0);
+	svg_texts(svg, "span", txt, 1 << 16);
+	CU_ASSERT(has_line(txt, "lost"));
+	CU_ASSERT(has_line(leg, "lost"));
+
+	/* saturation: TCC_HIT's panel says it, instead of drawing zero */
+	svg_texts(svg, "note", txt, 1 << 16);
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "TCC_HIT saturated at this interval"));
+	CU_ASSERT(has_line(leg, "saturated"));
+	free(seg);
+	free(txt);
+	free(leg);
+	free(svg);
+	app_fig_free(&a);
+}
+
+/*
+ * The same figure as PNG opened in Chromium: three panels where the layout
+ * puts them, the saturated hatching in TCC_HIT's panel, the boundary lines
+ * in the first panel at the edges' columns.  Screenshot: docs/img/.
+ */
+static void app_png_in_chromium(void)
+{
+	struct app_fig a;
+	if (app_fig(&a)) {
+		CU_FAIL("no app recording to draw");
+		app_fig_free(&a);
+		return;
+	}
+	char png[PATH_MAX], shot[PATH_MAX], errf[PATH_MAX], err[512];
+	art("app-markers.png", png, sizeof(png));
+	art("app-plot-png.err", errf, sizeof(errf));
+	const char *args[] = { "plot", app_dir, "-o", png, NULL };
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, args, NULL, &(struct tp_opts){ .err = errf })), 0);
+	art("app-markers-in-chromium.png", shot, sizeof(shot));
+	int rc = browser_load(png, a.L.width + 80, a.L.height + 80, shot, NULL, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	struct browser_panel p[8];
+	int n = find_panels(&img, p, 8);
+	CU_ASSERT_EQUAL(n, a.L.npanels);
+	if (n == a.L.npanels && n >= 2) {
+		/* the saturated hatching: PLOT_RGB_SATURATED lines over most of TCC_HIT's panel (the second) */
+		double sat = 0;
+		int cnt = 0;
+		for (int y = p[1].top + 20; y < p[1].bottom - 4; y += 7) {
+			int hits = 0;
+			for (int x = p[1].left + 2; x < p[1].right - 2; x++)
+				hits += browser_rgb_near(browser_px(&img, x, y), PLOT_RGB_SATURATED, 60);
+			sat += hits > 0;
+			cnt++;
+		}
+		printf("\n    saturated hatching in %.0f of %d rows of TCC_HIT's panel ", sat, cnt);
+		CU_ASSERT(sat >= cnt * 0.9);
+		/* boundary lines: a column of the boundary colour at each edge's x in the first panel */
+		int dx = p[0].left - (int)a.L.panel[0].x, found = 0, want = 0;
+		for (size_t i = 0; i < a.r->phases.n; i++) {
+			int x = (int)floor(app_x(&a, a.r->phases.v[i].start_ns)) + dx;
+			if (x <= p[0].left + 1 || x >= p[0].right - 1)
+				continue;
+			want++;
+			int y = p[0].top + (p[0].bottom - p[0].top) / 2, hit = 0;
+			for (int k = -1; k <= 1; k++)
+				hit |= browser_rgb_near(browser_px(&img, x + k, y), PLOT_RGB_BOUNDARY, 40) ||
+				       browser_rgb_near(browser_px(&img, x + k, y + 10), PLOT_RGB_BOUNDARY, 40);
+			found += hit;
+		}
+		printf("%d of %d phase starts with a boundary line ", found, want);
+		CU_ASSERT(want >= APP_ITERS);
+		CU_ASSERT_EQUAL(found, want);
+	}
+	browser_image_free(&img);
+	app_fig_free(&a);
+}
+
+/*
+ * `spmtap report --html` of the app recording in Chromium: the figure is
+ * inline SVG, so its text layer is in the DOM as Chromium serialises it:
+ * every phase name, the saturation note, "lost"; and the screenshot shows
+ * the figure's panels.  Screenshot: docs/img/.
+ */
+static void app_html_in_chromium(void)
+{
+	struct app_fig a;
+	if (app_fig(&a)) {
+		CU_FAIL("no app recording to draw");
+		app_fig_free(&a);
+		return;
+	}
+	char html[PATH_MAX], shot[PATH_MAX], errf[PATH_MAX], err[512];
+	art("app-report.html", html, sizeof(html));
+	art("app-report.err", errf, sizeof(errf));
+	const char *args[] = { "report", app_dir, "--html", html, NULL };
+	int st = tp_wait(tp_spawn_spmtap(NULL, args, NULL, &(struct tp_opts){ .out = "/dev/null", .err = errf }));
+	if (st)
+		fprintf(stderr, "\n    spmtap report exited %d (%s) ", st, errf);
+	CU_ASSERT_EQUAL_FATAL(st, 0);
+	char *dom = NULL;
+	art("app-report-in-chromium.png", shot, sizeof(shot));
+	int rc = browser_load(html, 1280, 1400, shot, &dom, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	const char *end;
+	const char *fig = browser_dom_find(dom, "figure", "class", "gpu", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fig);
+	const char *layer = browser_dom_find(fig, "g", "class", "spmtap-text", &end);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(layer);
+	size_t len = (size_t)(end - layer);
+	char *txt = malloc(len + 1);
+	browser_dom_text(layer, end, txt, len + 1);
+	size_t missing = 0;
+	for (size_t i = 0; i < a.r->phases.n; i++)
+		missing += !strstr(txt, a.r->phases.v[i].name);
+	CU_ASSERT_EQUAL(missing, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "TCC_HIT saturated at this interval"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "lost"));
+	char buf[256];
+	CU_ASSERT_FALSE(browser_dom_dup_id(dom, buf, sizeof(buf)));
+	free(txt);
+	free(dom);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load(shot, &img, err, sizeof(err)), 0);
+	struct browser_panel p[8];
+	int n = find_panels(&img, p, 8);
+	printf("\n    report in Chromium: %d of %d panels in view ", n, a.L.npanels);
+	CU_ASSERT(n >= 2);
+	browser_image_free(&img);
+	app_fig_free(&a);
+}
+
+/*
+ * The app recording's SQLite file alone draws the same figure as its CSV
+ * files alone, byte for byte: gaps, saturation and phases come from the
+ * data, whichever file holds it.
+ */
+static void app_sqlite_same(void)
+{
+	if (app_recording()) {
+		CU_FAIL("no app recording");
+		return;
+	}
+	char csvdir[PATH_MAX], db[PATH_MAX], a[PATH_MAX], b[PATH_MAX], cmd[3 * PATH_MAX], errf[PATH_MAX];
+	art("app-csv-only", csvdir, sizeof(csvdir));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && mkdir '%s' && cp '%s'/run_*.csv '%s'/run_meta.json '%s'/", csvdir,
+		 csvdir, app_dir, app_dir, csvdir);
+	CU_ASSERT_EQUAL_FATAL(tp_sh(cmd, NULL, 0), 0);
+	snprintf(db, sizeof(db), "%s/run.db", app_dir);
+	art("app-from-sqlite.svg", a, sizeof(a));
+	art("app-from-csv.svg", b, sizeof(b));
+	art("app-sqlite.err", errf, sizeof(errf));
+	const char *pa[] = { "plot", db, "-o", a, NULL }, *pb[] = { "plot", csvdir, "-o", b, NULL };
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, pa, NULL, &(struct tp_opts){ .err = errf })), 0);
+	CU_ASSERT_EQUAL_FATAL(tp_wait(tp_spawn_spmtap(NULL, pb, NULL, &(struct tp_opts){ .err = errf })), 0);
+	snprintf(cmd, sizeof(cmd), "cmp -s '%s' '%s'", a, b);
+	int same = tp_sh(cmd, NULL, 0);
+	if (same)
+		fprintf(stderr, "\n    %s and %s differ ", a, b);
+	CU_ASSERT_EQUAL(same, 0);
+	snprintf(cmd, sizeof(cmd), "grep -c 'saturated at this interval' '%s'", a);
+	CU_ASSERT_STRING_EQUAL(tp_sh1(cmd), "1");
+}
+
+/* ---- the figure API's truth marks, on synthetic data --------------------------------------- */
+
+static char *render_svg(struct plot_figure *f)
+{
+	char err[256], *svg = NULL;
+	size_t len;
+	int rc = plot_render_mem(f, PLOT_FMT_SVG, &svg, &len, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    %s ", err);
+	return svg;
+}
+
+/*
+ * A steady 500 W +- 1 W: the y axis starts at 0 (a "0" tick), not at
+ * 499 (which would draw the noise as swings); a fixed range still wins.
+ */
+static void baseline(void)
+{
+	char err[256], txt[4096];
+	enum { N = 200 };
+	int64_t t[N];
+	double v[N];
+	for (int i = 0; i < N; i++) {
+		t[i] = BASE_NS + i * MS;
+		v[i] = 500 + (i % 3) - 1;
+	}
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "steady", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "power [W]", err, sizeof(err));
+	int q = plot_figure_add_panel(f, "fixed [W]", err, sizeof(err));
+	struct plot_series s = { .name = "p", .panel = p, .t_ns = t, .v = v, .n = N };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	s.panel = q;
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	CU_ASSERT_EQUAL(plot_figure_panel_range(f, q, 490, 510, err, sizeof(err)), 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "ytick", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "0"));   /* the automatic panel */
+	CU_ASSERT(has_line(txt, "500"));
+	CU_ASSERT(has_line(txt, "490")); /* the fixed one keeps its range */
+	/* all zero: 0 at the bottom, not in the middle of -1..1 */
+	for (int i = 0; i < N; i++)
+		v[i] = 0;
+	free(svg);
+	svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "ytick", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "0"));
+	CU_ASSERT(!has_line(txt, "-1") && !has_line(txt, "-0.5"));
+	free(svg);
+	plot_figure_free(f);
+}
+
+/*
+ * Lost and saturated stretches and a panel's note: the SVG names them
+ * (span labels, legend, note), and the PNG hatches exactly their columns
+ * in their panels.
+ */
+static void spans(void)
+{
+	char err[256], txt[4096], leg[4096];
+	enum { N = 1000 };
+	int64_t t[N];
+	double v[N];
+	for (int i = 0; i < N; i++) {
+		t[i] = BASE_NS + i * MS;
+		v[i] = i >= 300 && i < 500 ? NAN : 10;
+	}
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "truth marks", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	int q = plot_figure_add_panel(f, "B", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = N, .color = PLOT_BLUE };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, p, PLOT_SPAN_LOST, t[299], t[500], err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, q, PLOT_SPAN_SATURATED, t[0], t[N - 1], err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_panel_note(f, q, "B saturated at this interval", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, 5, PLOT_SPAN_LOST, t[0], t[1], err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, p, PLOT_SPAN_LOST, t[1], t[0], err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(plot_figure_add_span(f, p, (enum plot_span_kind)9, t[0], t[1], err, sizeof(err)), -EINVAL);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "span", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "lost"));
+	CU_ASSERT(has_line(txt, "saturated"));
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	CU_ASSERT(has_line(leg, "lost") && has_line(leg, "saturated"));
+	svg_texts(svg, "note", txt, sizeof(txt));
+	CU_ASSERT(has_line(txt, "B saturated at this interval"));
+	free(svg);
+
+	struct plot_layout L;
+	char *png;
+	size_t len;
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+	/* hatching: lost grey inside 0.3..0.5 of panel A only; saturated red across B */
+	const struct plot_rect *a = &L.panel[0], *b = &L.panel[1];
+	int in = 0, out = 0, sat = 0;
+	for (int x = (int)a->x + 2; x < a->x + a->w - 2; x++) {
+		double fx = (x - a->x) / a->w;
+		int hit = 0;
+		for (int y = (int)a->y + 30; y < a->y + a->h - 30; y++)
+			hit |= browser_rgb_near(browser_px(&img, x, y), PLOT_RGB_LOST, 40);
+		if (fx > 0.31 && fx < 0.49)
+			in += hit;
+		else if (fx < 0.28 || fx > 0.52)
+			out += hit;
+		int hs = 0;
+		for (int y = (int)b->y + 30; y < b->y + b->h - 30; y++)
+			hs |= browser_rgb_near(browser_px(&img, x, y), PLOT_RGB_SATURATED, 60);
+		sat += hs;
+	}
+	CU_ASSERT(in > a->w * 0.18 * 0.8);
+	CU_ASSERT_EQUAL(out, 0);
+	CU_ASSERT(sat > b->w * 0.9);
+	browser_image_free(&img);
+	free(png);
+	plot_figure_free(f);
+}
+
+/*
+ * Adjacent phases of three names, one repeated: a colour and a legend
+ * entry per name, one boundary line per distinct edge (adjacent phases
+ * share one), text escaped in the SVG's text layer.
+ */
+static void phase_names_svg(void)
+{
+	char err[256], leg[4096];
+	static const char *const names[] = { "load", "copy & sync", "load", "<reduce>" };
+	int64_t t[2] = { BASE_NS, BASE_NS + 10 * SEC };
+	double v[2] = { 1, 1 };
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "phases", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = 2 };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	for (int k = 0; k < 4; k++) /* 1..3, 3..5, 5..7, 7..9 s: back to back */
+		CU_ASSERT_EQUAL(plot_figure_add_phase(f, BASE_NS + (1 + 2 * k) * SEC, BASE_NS + (3 + 2 * k) * SEC, names[k],
+						      err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_phase_rgb(0), PLOT_RGB_PHASE);
+	CU_ASSERT_NOT_EQUAL(plot_phase_rgb(1), plot_phase_rgb(0));
+	CU_ASSERT_EQUAL(plot_phase_rgb(PLOT_PHASE_COLORS), plot_phase_rgb(0));
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, ">copy &amp; sync</text>"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, ">&lt;reduce&gt;</text>"));
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	CU_ASSERT(has_line(leg, "load") && has_line(leg, "copy & sync") && has_line(leg, "<reduce>"));
+	CU_ASSERT_PTR_NULL(strstr(strstr(leg, "load\n") + 5, "load\n")); /* each name once */
+	double (*seg)[4] = malloc(sizeof(*seg) * 4096);
+	size_t n = svg_segments(svg, PLOT_RGB_BOUNDARY, seg, 4096), lines = 0;
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	for (size_t i = 0; i < n; i++)
+		lines += seg[i][0] == seg[i][2] && seg[i][0] < L.panel[0].x + L.panel[0].w;
+	CU_ASSERT_EQUAL(lines, 5); /* 1, 3, 5, 7, 9 s */
+	/* the bands, each in its name's colour: 1..3 s and 5..7 s both "load" */
+	char *png;
+	size_t len;
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+	const struct plot_rect *r = &L.panel[0];
+	struct browser_run run[8];
+	int y = (int)r->y + 5;
+	CU_ASSERT_EQUAL(browser_count_runs(&img, y, (int)r->x + 2, (int)(r->x + r->w) - 3,
+					   on_white(plot_phase_rgb(0), PLOT_PHASE_ALPHA), BAND_TOL, 8, 3, run, 8), 2);
+	CU_ASSERT_EQUAL(browser_count_runs(&img, y, (int)r->x + 2, (int)(r->x + r->w) - 3,
+					   on_white(plot_phase_rgb(1), PLOT_PHASE_ALPHA), BAND_TOL, 8, 3, run, 8), 1);
+	CU_ASSERT_EQUAL(browser_count_runs(&img, y, (int)r->x + 2, (int)(r->x + r->w) - 3,
+					   on_white(plot_phase_rgb(2), PLOT_PHASE_ALPHA), BAND_TOL, 8, 3, run, 8), 1);
+	browser_image_free(&img);
+	free(png);
+	free(seg);
+	free(svg);
+	plot_figure_free(f);
+}
+
+/*
+ * 40 phase names in a two-panel figure: the legend lists names while the
+ * panels' legend areas have room, then "and N more phase names", and
+ * nothing below the last panel; the shown names plus N are all 40.
+ */
+static void many_names(void)
+{
+	char err[256], leg[8192], nm[32];
+	int64_t t[2] = { BASE_NS, BASE_NS + 40 * SEC };
+	double v[2] = { 1, 1 };
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "names", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	int q = plot_figure_add_panel(f, "B", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = 2 };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	s.panel = q;
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	for (int k = 0; k < 40; k++) {
+		snprintf(nm, sizeof(nm), "kernel_%02d", k);
+		CU_ASSERT_EQUAL(plot_figure_add_phase(f, BASE_NS + k * SEC, BASE_NS + k * SEC + SEC / 2, nm, err, sizeof(err)),
+				0);
+	}
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	int shown = 0, more = -1;
+	for (const char *l = leg; *l;) {
+		const char *e = strchr(l, '\n');
+		if (!strncmp(l, "kernel_", 7))
+			shown++;
+		else if (!strncmp(l, "and ", 4))
+			more = atoi(l + 4);
+		l = e ? e + 1 : l + strlen(l);
+	}
+	printf("\n    40 names: %d in the legend, \"and %d more\" ", shown, more);
+	CU_ASSERT(shown >= 10);
+	CU_ASSERT_EQUAL(shown + more, 40);
+	/* every legend line inside the panels' height */
+	double bottom = L.panel[1].y + L.panel[1].h;
+	for (const char *x = svg; (x = strstr(x, "<text class=\"legend\"")); x++) {
+		const char *y = strstr(x, " y=\"");
+		CU_ASSERT(y && strtod(y + 4, NULL) <= bottom);
+	}
+	free(svg);
+	plot_figure_free(f);
+}
+
+/*
+ * More samples than pixels: per column a min..max band (a fill in the
+ * series' colour) and the mean line (a stroke), both broken at a NaN gap.
+ */
+static void envelope(void)
+{
+	char err[256];
+	enum { N = 100000 };
+	int64_t *t = malloc(N * sizeof(*t));
+	double *v = malloc(N * sizeof(*v));
+	uint64_t seed = 7;
+	for (int i = 0; i < N; i++) {
+		t[i] = BASE_NS + (int64_t)i * 10000;
+		v[i] = i >= N / 2 && i < N / 2 + N / 10 ? NAN : 100 + 10 * noise(&seed);
+	}
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "dense", err, sizeof(err)), 0);
+	int p = plot_figure_add_panel(f, "A", err, sizeof(err));
+	struct plot_series s = { .name = "a", .panel = p, .t_ns = t, .v = v, .n = N, .color = PLOT_GREEN };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	char col[64], fill[96], stroke[96];
+	svg_rgb(plot_color_rgb(PLOT_GREEN), col, sizeof(col));
+	snprintf(fill, sizeof(fill), "fill:%s;fill-opacity:0.35", col);
+	snprintf(stroke, sizeof(stroke), "stroke:%s", col);
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, fill));
+	CU_ASSERT_PTR_NOT_NULL(strstr(svg, stroke));
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	double (*seg)[4] = malloc(sizeof(*seg) * 100000);
+	size_t n = svg_segments(svg, plot_color_rgb(PLOT_GREEN), seg, 100000), across = 0;
+	double x0 = L.panel[0].x + L.panel[0].w * 0.5, x1 = L.panel[0].x + L.panel[0].w * 0.6;
+	for (size_t i = 0; i < n; i++)
+		across += fmin(seg[i][0], seg[i][2]) < x0 + 2 && fmax(seg[i][0], seg[i][2]) > x1 - 2;
+	CU_ASSERT(n > 100);
+	CU_ASSERT_EQUAL(across, 0);
+	free(seg);
+	free(svg);
+	plot_figure_free(f);
+	free(t);
+	free(v);
+}
+
+/*
+ * A sensor file cut short (the last two thirds of run_smi.csv gone, at a
+ * line end): the power readings end at the last row, nothing drawn after
+ * it, and the rest of the recording is marked lost in the power panel.
+ */
+static void sensor_cut(void)
+{
+	if (app_recording()) {
+		CU_FAIL("no app recording");
+		return;
+	}
+	char dir[PATH_MAX], cmd[3 * PATH_MAX], svgp[PATH_MAX], errf[PATH_MAX];
+	art("app-cut", dir, sizeof(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf '%s' && cp -r '%s' '%s' && f='%s/run_smi.csv' && n=$(wc -l < \"$f\") && "
+		 "head -n $((n / 3)) \"$f\" > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"",
+		 dir, app_dir, dir, dir);
+	CU_ASSERT_EQUAL_FATAL(tp_sh(cmd, NULL, 0), 0);
+	struct recording *r;
+	char err[512];
+	CU_ASSERT_EQUAL_FATAL(rec_load(dir, &r, err, sizeof(err)), 0);
+	const struct rec_table *smi = &r->gpu[0].smi;
+	CU_ASSERT_FATAL(smi->n > 10);
+	int64_t last = smi->t_ns[smi->n - 1];
+	struct sa_trace *tr = NULL;
+	struct sa_report *rep = NULL;
+	struct plot_figure *f;
+	struct fig_data *d;
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(rec_trace(r, &tr, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(sa_report_compute(tr, &r->phases, &rep, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(fig_build(r, 0, tr, rep, NULL, &f, &d, NULL, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	art("app-cut.svg", svgp, sizeof(svgp));
+	art("app-cut.err", errf, sizeof(errf));
+	CU_ASSERT_EQUAL_FATAL(plot_render_file(f, svgp, err, sizeof(err)), 0);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	/* power_cur: the figure's third series, PLOT_GREEN; its last vertex at the last row */
+	double (*seg)[4] = malloc(sizeof(*seg) * 200000);
+	size_t n = svg_segments(svg, plot_color_rgb(PLOT_GREEN), seg, 200000);
+	double xmax = 0, xlast = L.panel[0].x + (double)(last - L.t0_ns) / (double)(L.t1_ns - L.t0_ns) * L.panel[0].w;
+	for (size_t i = 0; i < n; i++)
+		if (seg[i][1] > L.panel[L.npanels - 1].y) /* in the power panel (the legend swatch is right of it) */
+			xmax = fmax(xmax, seg[i][0] < L.panel[0].x + L.panel[0].w ? fmax(seg[i][0], seg[i][2]) : 0);
+	printf("\n    power_cur ends at x %.1f, its last reading at x %.1f, the figure at %.1f ", xmax, xlast,
+	       L.panel[0].x + L.panel[0].w);
+	CU_ASSERT(n > 0);
+	CU_ASSERT(xmax <= xlast + 1.5);
+	CU_ASSERT(xmax > xlast - 12); /* a last row that repeats the reading before it is no new reading */
+	char leg[4096];
+	svg_texts(svg, "legend", leg, sizeof(leg));
+	/* "lost" in the power panel's legend: the last legend block is power's */
+	const char *pw = strstr(leg, "power_cur");
+	CU_ASSERT(pw && strstr(pw, "\nlost\n"));
+	free(seg);
+	free(svg);
+	plot_figure_free(f);
+	fig_data_free(d);
+	sa_report_free(rep);
+	sa_trace_free(tr);
+	rec_free(r);
+}
+
 static bool write_script(const char *path, const char *body)
 {
 	FILE *fp = fopen(path, "w");
@@ -890,6 +1781,16 @@ int main(int argc, char **argv)
 		{ "browser/report", report_in_chromium, browser_requires },
 		{ "browser/png", png_in_chromium, browser_requires },
 		{ "browser/hangs", browser_hangs, NULL },
+		{ "plot/baseline", baseline, NULL },
+		{ "plot/spans", spans, NULL },
+		{ "plot/phase_names", phase_names_svg, NULL },
+		{ "plot/envelope", envelope, NULL },
+		{ "plot/many_names", many_names, NULL },
+		{ "figure/app_svg", app_svg, NULL },
+		{ "figure/sensor_cut", sensor_cut, NULL },
+		{ "figure/sqlite_same", app_sqlite_same, NULL },
+		{ "browser/app_png", app_png_in_chromium, browser_requires },
+		{ "browser/app_html", app_html_in_chromium, browser_requires },
 		{ NULL, NULL, NULL },
 	};
 	int rc = testenv_run_suite("plot", cases, argc, argv);

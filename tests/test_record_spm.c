@@ -574,7 +574,11 @@ static void test_cli_exact(void)
 	char *msg;
 	int st;
 	cli_record_check("mi300a", args, env, "a.csv", &m, &msg, &st);
-	if (st || m.first[0] || m.missing || m.leading > LEADING_MAX || m.trailing > 6)
+	/* Samples the counters made after the recording's end are left out, and said so (test_stop.c). */
+	const char *ae = strstr(msg, "samples after the end left out");
+	const char *nl = ae ? memrchr(msg, '\n', (size_t)(ae - msg)) : NULL;
+	size_t after = ae ? strtoull(nl ? nl + 1 + strlen("spmtap record: ") : msg + strlen("spmtap record: "), NULL, 10) : 0;
+	if (st || m.first[0] || m.missing || m.leading > LEADING_MAX || m.trailing > 6 + after)
 		fprintf(stderr, "\n  %s\n  %s\n  rows %zu matched %zu truth %zu missing %zu leading %zu "
 			"trailing %zu\n", msg, m.first, m.rows, m.matched, m.truth_samples, m.missing,
 			m.leading, m.trailing);
@@ -583,7 +587,7 @@ static void test_cli_exact(void)
 	CU_ASSERT_EQUAL(m.matched, m.rows);
 	CU_ASSERT_EQUAL(m.missing, 0);
 	CU_ASSERT(m.leading <= LEADING_MAX); /* the first feeder period, 10 ms (prime.h), and then some */
-	CU_ASSERT(m.trailing <= 6);
+	CU_ASSERT(m.trailing <= 6 + after);
 	CU_ASSERT_PTR_NULL(strstr(msg, "DATA LOSS"));
 	/* the layout descriptor is next to the CSV */
 	struct dec_layout *l = NULL;

@@ -14,6 +14,19 @@ static const uint32_t palette_rgb[PLOT_NCOLORS] = {
 	[PLOT_GREY] = 0x666666,   [PLOT_YELLOW] = 0xF0E442,
 };
 
+/*
+ * Phase bands at alpha 0.30 over white: hues far apart, none of them the
+ * grey of a lost stretch or the red of a saturated one.
+ */
+static const uint32_t phase_rgb[PLOT_PHASE_COLORS] = {
+	PLOT_RGB_PHASE, 0xF5A912, 0x12B5F5, 0xF5125C, 0x5CC412, 0x8A5A2B, 0x12C49B, 0xB512F5,
+};
+
+uint32_t plot_phase_rgb(size_t name_index)
+{
+	return phase_rgb[name_index % PLOT_PHASE_COLORS];
+}
+
 uint32_t plot_color_rgb(enum plot_color c)
 {
 	return c > PLOT_COLOR_AUTO && c < PLOT_NCOLORS ? palette_rgb[c] : 0;
@@ -115,8 +128,10 @@ void plot_figure_free(struct plot_figure *f)
 		return;
 	free(f->title);
 	free(f->origin_name);
-	for (int i = 0; i < f->npanels; i++)
+	for (int i = 0; i < f->npanels; i++) {
 		free(f->panel[i].ylabel);
+		free(f->panel[i].note);
+	}
 	for (size_t i = 0; i < f->nseries; i++) {
 		free(f->series[i].name);
 		free(f->series[i].unit);
@@ -132,6 +147,7 @@ void plot_figure_free(struct plot_figure *f)
 	free(f->windows);
 	free(f->markers);
 	free(f->levels);
+	free(f->spans);
 	free(f);
 }
 
@@ -273,6 +289,13 @@ int plot_figure_add_phase(struct plot_figure *f, int64_t start_ns, int64_t end_n
 		return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory");
 	p->t0 = start_ns;
 	p->t1 = end_ns;
+	p->name = f->nnames;
+	for (size_t i = 0; i < f->nphases; i++)
+		if (!strcmp(f->phases[i].label, p->label)) {
+			p->name = f->phases[i].name;
+			break;
+		}
+	f->nnames += p->name == f->nnames;
 	f->nphases++;
 	return 0;
 }
@@ -322,5 +345,35 @@ int plot_figure_add_level(struct plot_figure *f, int panel, double y, const char
 	l->panel = panel;
 	l->y = y;
 	f->nlevels++;
+	return 0;
+}
+
+int plot_figure_add_span(struct plot_figure *f, int panel, enum plot_span_kind kind, int64_t start_ns,
+			 int64_t end_ns, char *err, size_t errlen)
+{
+	int rc = panel == -1 ? 0 : check_panel(f, panel, err, errlen);
+	if (rc)
+		return rc;
+	if (kind != PLOT_SPAN_LOST && kind != PLOT_SPAN_SATURATED)
+		return spmtap_seterr(err, errlen, EINVAL, "plot: unknown span kind %d", (int)kind);
+	if (end_ns < start_ns)
+		return spmtap_seterr(err, errlen, EINVAL, "plot: a %s stretch ends before it starts",
+				     kind == PLOT_SPAN_LOST ? "lost" : "saturated");
+	if (grow((void **)&f->spans, &f->cap_spans, f->nspans, sizeof(*f->spans)))
+		return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory");
+	f->spans[f->nspans++] = (struct plot_span){ panel, kind, start_ns, end_ns };
+	return 0;
+}
+
+int plot_figure_panel_note(struct plot_figure *f, int panel, const char *text, char *err, size_t errlen)
+{
+	int rc = check_panel(f, panel, err, errlen);
+	if (rc)
+		return rc;
+	char *n;
+	if (dup_opt(text ? text : "", &n))
+		return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory");
+	free(f->panel[panel].note);
+	f->panel[panel].note = n;
 	return 0;
 }

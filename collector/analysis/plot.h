@@ -65,11 +65,20 @@ enum plot_color {
 uint32_t plot_color_rgb(enum plot_color c);
 
 #define PLOT_RGB_AXIS 0x1E1E5Au       /* axis lines, 2 px wide */
-#define PLOT_RGB_PHASE 0x5C12F5u      /* phase band, drawn at PLOT_PHASE_ALPHA */
+#define PLOT_RGB_PHASE 0x5C12F5u      /* phase band of the first phase name, drawn at PLOT_PHASE_ALPHA */
 #define PLOT_PHASE_ALPHA 0.30
 #define PLOT_RGB_PHASE_ON_WHITE 0xCEB8FCu /* what a band looks like where nothing else is */
 #define PLOT_RGB_BACKGROUND 0xFFFFFFu
 #define PLOT_RGB_TEXT 0x222222u
+#define PLOT_RGB_BOUNDARY 0x6A4FB0u   /* a phase edge: 1 px, across every panel */
+#define PLOT_RGB_LOST 0x7F7F7Fu       /* hatching of a lost stretch */
+#define PLOT_RGB_SATURATED 0xB0003Au  /* hatching of a saturated stretch, and a panel's note */
+/*
+ * Band colours of phase names 2, 3, ... (the first is PLOT_RGB_PHASE), at
+ * PLOT_PHASE_ALPHA; they repeat after PLOT_PHASE_COLORS names.
+ */
+#define PLOT_PHASE_COLORS 8
+uint32_t plot_phase_rgb(size_t name_index);
 
 enum plot_style {
 	PLOT_LINE = 0,     /* straight segments between samples */
@@ -78,6 +87,12 @@ enum plot_style {
 			    * timestamp, like dE/dt power and SPM counter samples */
 };
 
+/*
+ * A series with more samples in view than its panel has pixel columns is
+ * drawn as an envelope: per column the band from its minimum to its
+ * maximum, translucent, and a line through the column means.  Fewer are
+ * drawn sample by sample in their style.
+ */
 struct plot_series {
 	const char *name;      /* legend text: "power_avg", "SQ_WAVES" */
 	const char *unit;      /* shown after the name in the legend; NULL: none */
@@ -119,9 +134,10 @@ int plot_figure_set_range(struct plot_figure *f, int64_t t0_ns, int64_t t1_ns, c
 int plot_figure_add_panel(struct plot_figure *f, const char *ylabel, char *err, size_t errlen);
 /*
  * Fix a panel's y range; a NaN end stays automatic.  Automatic ranges
- * cover the panel's data and levels in the time range, with headroom: 8 %
- * above (so bands show clear of the data at the top), and below, room for
- * the confidence-window strips.
+ * cover the panel's data, its levels and 0 (the baseline: a range zoomed
+ * into the noise of a steady signal would read as large swings) in the
+ * time range, with headroom: 8 % above (so bands show clear of the data
+ * at the top), and below, room for the confidence-window strips.
  */
 int plot_figure_panel_range(struct plot_figure *f, int panel, double ymin, double ymax, char *err,
 			    size_t errlen);
@@ -134,9 +150,13 @@ int plot_figure_panel_range(struct plot_figure *f, int panel, double ymin, doubl
 int plot_figure_add_series(struct plot_figure *f, const struct plot_series *s, char *err, size_t errlen);
 
 /*
- * A phase [start, end]: a shaded band across all panels, its label above
- * the top panel (left out where it would overlap a neighbour's).  Bands
- * are translucent, so overlapping phases show darker.
+ * A phase [start, end]: a shaded band across all panels in its name's
+ * colour (one colour per distinct name, PLOT_RGB_PHASE for the first,
+ * plot_phase_rgb() after it), each name once in the legend, a 1 px
+ * boundary line (PLOT_RGB_BOUNDARY) at each distinct edge, so adjacent
+ * phases still show where one ends, and its label above the top panel
+ * (left out where it would overlap a neighbour's).  Bands are
+ * translucent, so overlapping phases show darker.
  */
 int plot_figure_add_phase(struct plot_figure *f, int64_t start_ns, int64_t end_ns, const char *label,
 			  char *err, size_t errlen);
@@ -149,6 +169,22 @@ int plot_figure_add_phase(struct plot_figure *f, int64_t start_ns, int64_t end_n
  */
 int plot_figure_add_window(struct plot_figure *f, int series, int64_t start_ns, int64_t end_ns,
 			   char *err, size_t errlen);
+/*
+ * Where a panel's data is not what a line would suggest: PLOT_SPAN_LOST,
+ * a stretch with no samples (a hatched grey band labelled "lost"; the
+ * caller breaks its series there with a NaN), or PLOT_SPAN_SATURATED, a
+ * counter over its range (a hatched red band labelled "saturated").
+ * panel -1: every panel.  Spans of one kind closer than a pixel draw as one.
+ */
+enum plot_span_kind { PLOT_SPAN_LOST = 1, PLOT_SPAN_SATURATED };
+int plot_figure_add_span(struct plot_figure *f, int panel, enum plot_span_kind kind, int64_t start_ns,
+			 int64_t end_ns, char *err, size_t errlen);
+/*
+ * A sentence across the middle of a panel, in PLOT_RGB_SATURATED on white,
+ * for what its data cannot show ("TCC_HIT saturated at this interval").
+ */
+int plot_figure_panel_note(struct plot_figure *f, int panel, const char *text, char *err, size_t errlen);
+
 /* A vertical dashed line across all panels at t, labelled above them ("delay"). */
 int plot_figure_add_marker(struct plot_figure *f, int64_t t_ns, const char *label, char *err,
 			   size_t errlen);
@@ -175,6 +211,15 @@ struct plot_layout {
 int plot_figure_layout(const struct plot_figure *f, struct plot_layout *out, char *err, size_t errlen);
 
 /* ---- output ------------------------------------------------------------ */
+
+/*
+ * In SVG every text drawn is also in a text layer before </svg>,
+ * <g class="spmtap-text" fill-opacity="0">, one <text class="KIND" x y
+ * font-size> per string at its place (transparent: the glyphs show it),
+ * so a browser can find and select it and a test can read it.  KIND is
+ * title, phase, marker, level, ytick, xtick, ylabel, xlabel, legend,
+ * span (the "lost"/"saturated" labels) or note.
+ */
 
 enum plot_format { PLOT_FMT_SVG = 1, PLOT_FMT_PNG, PLOT_FMT_PDF };
 

@@ -19,6 +19,13 @@
 struct plot_panel {
 	char *ylabel;
 	double ymin, ymax;   /* NaN: automatic */
+	char *note;          /* plot_figure_panel_note(); NULL: none */
+};
+
+struct plot_span {
+	int panel;           /* -1: all */
+	enum plot_span_kind kind;
+	int64_t t0, t1;
 };
 
 struct plot_sseries {
@@ -29,6 +36,7 @@ struct plot_sseries {
 struct plot_phase {
 	int64_t t0, t1;
 	char *label;
+	size_t name;         /* index of its name among the figure's distinct names, in order of appearance */
 };
 
 struct plot_window {
@@ -66,6 +74,9 @@ struct plot_figure {
 	size_t nmarkers, cap_markers;
 	struct plot_level *levels;
 	size_t nlevels, cap_levels;
+	struct plot_span *spans;
+	size_t nspans, cap_spans;
+	size_t nnames;               /* distinct phase names */
 };
 
 int plot_default_height(int npanels);
@@ -136,6 +147,27 @@ struct plot_xmap {
  */
 int plot_reduce(const struct plot_series *s, const struct plot_xmap *m, struct plot_path *out);
 void plot_path_free(struct plot_path *p);
+
+/* One pixel column of an envelope: the range and mean of its samples. */
+struct plot_col {
+	double x;        /* the column's left edge, px */
+	double lo, hi, mean;
+	bool brk;        /* a break (NaN, or an empty column) before it: no joining */
+};
+struct plot_env {
+	struct plot_col *c;
+	size_t n, cap;
+};
+/* Samples of the series inside the map's range. */
+size_t plot_series_count(const struct plot_series *s, const struct plot_xmap *m);
+/*
+ * The series inside the map's range as columns (each pixel column with
+ * samples), for drawing a dense series as min/max envelope and mean line.
+ * A non-finite value breaks it; so does a column without samples between
+ * two with samples.  `out` is reset first.
+ */
+int plot_envelope(const struct plot_series *s, const struct plot_xmap *m, struct plot_env *out);
+void plot_env_free(struct plot_env *e);
 /* Smallest and largest finite value inside the map's range; false if none. */
 bool plot_series_vrange(const struct plot_series *s, const struct plot_xmap *m, double *lo, double *hi);
 /* First and last sample time (ns, absolute); false if the series has none. */
@@ -158,7 +190,22 @@ struct plot_frame {
 		int lanes;          /* confidence-window lanes at the bottom */
 	} p[PLOT_MAX_PANELS];
 	int *lane;                  /* [nseries]: the series' window lane, -1 for none */
+	struct plot_textlog *log;   /* where text drawn is logged; NULL: nowhere */
 };
+
+/* Every string drawn, for the SVG's text layer (plot.h). */
+struct plot_text {
+	const char *cls;
+	double x, y, size;   /* left end of the baseline, px */
+	bool up;             /* turned to run upwards (y-axis titles) */
+	char *s;
+};
+struct plot_textlog {
+	struct plot_text *v;
+	size_t n, cap;
+	int err;
+};
+void plot_textlog_free(struct plot_textlog *l);
 
 #define PLOT_FONT "DejaVu Sans"
 #define PLOT_MARKER_ROW_H 12

@@ -89,6 +89,11 @@ static void data_range(const struct plot_figure *f, const struct plot_xmap *xm, 
 		lo = 0;
 		hi = 1;
 	}
+	/* the baseline: a steady 500 W must not read as swings between 499 and 501 */
+	lo = fmin(lo, 0);
+	hi = fmax(hi, 0);
+	if (hi <= lo && lo == 0 && isnan(f->panel[p].ymin))
+		hi = 1; /* all zero: 0 at the bottom, not in the middle of [-1, 1] */
 	if (!isnan(f->panel[p].ymin))
 		lo = f->panel[p].ymin;
 	if (!isnan(f->panel[p].ymax))
@@ -113,6 +118,8 @@ static double legend_width(const struct plot_figure *f, cairo_t *cr)
 		snprintf(buf, sizeof(buf), s->unit && *s->unit ? "%s [%s]" : "%s", s->name, s->unit);
 		w = fmax(w, text_w(cr, buf, 12));
 	}
+	for (size_t i = 0; i < f->nphases; i++)
+		w = fmax(w, text_w(cr, f->phases[i].label, 12));
 	return w + 34; /* swatch 24 + gap 6 + padding */
 }
 
@@ -120,6 +127,16 @@ int plot_frame_make(const struct plot_figure *f, cairo_t *cr, struct plot_frame 
 		    size_t errlen)
 {
 	memset(fr, 0, sizeof(*fr));
+	/*
+	 * Unhinted text metrics on every surface: image surfaces hint them by
+	 * default and vector ones do not, so the same figure measured 1 px
+	 * wider labels in PNG than in SVG, and plot_figure_layout() (measured
+	 * on an image surface) missed the SVG's panels by a pixel.
+	 */
+	cairo_font_options_t *fo = cairo_font_options_create();
+	cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_OFF);
+	cairo_set_font_options(cr, fo);
+	cairo_font_options_destroy(fo);
 	struct plot_layout *L = &fr->L;
 	int n = f->npanels;
 	if (n < 1)

@@ -64,17 +64,63 @@ static int cairo_err(cairo_status_t st, const struct sink *k, const char *what, 
 			     "plot: cairo, writing %s: %s", what, cairo_status_to_string(st));
 }
 
-/* Frame and draw the figure on a fresh context of s. */
-static int draw_on(const struct plot_figure *f, cairo_surface_t *s, char *err, size_t errlen)
+/* Frame and draw the figure on a fresh context of s; log: where its text goes, or NULL. */
+static int draw_on(const struct plot_figure *f, cairo_surface_t *s, struct plot_textlog *log, char *err,
+		   size_t errlen)
 {
 	cairo_t *cr = cairo_create(s);
 	struct plot_frame fr = { 0 };
 	int rc = plot_frame_make(f, cr, &fr, err, errlen);
+	fr.log = log;
 	if (!rc)
 		rc = plot_draw(f, &fr, cr, err, errlen);
+	if (!rc && log && log->err)
+		rc = spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory for the text of '%s'", f->title);
 	plot_frame_free(&fr);
 	cairo_destroy(cr);
 	return rc;
+}
+
+static void xml_text(FILE *fp, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", fp); break;
+		case '<': fputs("&lt;", fp); break;
+		case '>': fputs("&gt;", fp); break;
+		case '"': fputs("&quot;", fp); break;
+		default: fputc(*s, fp);
+		}
+	}
+}
+
+/*
+ * The SVG cairo wrote (svg, n bytes), with the text layer (plot.h) put
+ * before its closing tag: cairo draws text as glyph outlines, which no
+ * browser search and no program can read.
+ */
+static int write_svg(FILE *fp, const char *svg, size_t n, const struct plot_textlog *log)
+{
+	const char *end = NULL;
+	for (const char *p = svg; (p = memmem(p, n - (size_t)(p - svg), "</svg>", 6)); p += 6)
+		end = p;
+	if (!end)
+		end = svg + n;
+	fwrite(svg, 1, (size_t)(end - svg), fp);
+	fputs("<g class=\"spmtap-text\" fill-opacity=\"0\" font-family=\"DejaVu Sans\">\n", fp);
+	for (size_t i = 0; i < log->n; i++) {
+		const struct plot_text *t = &log->v[i];
+		fprintf(fp, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\"", t->cls, t->x, t->y,
+			t->size);
+		if (t->up)
+			fprintf(fp, " transform=\"rotate(-90 %.1f %.1f)\"", t->x, t->y);
+		fputc('>', fp);
+		xml_text(fp, t->s);
+		fputs("</text>\n", fp);
+	}
+	fputs("</g>\n", fp);
+	fwrite(end, 1, (size_t)(svg + n - end), fp);
+	return ferror(fp) ? -EIO : 0;
 }
 
 /* Render f in fmt to the stream; `what` names it in messages. */
@@ -87,7 +133,14 @@ static int render_stream(const struct plot_figure *f, enum plot_format fmt, FILE
 		return rc;
 	struct sink k = { fp, 0 };
 	cairo_surface_t *s;
+	struct plot_textlog log = { 0 };
+	char *svg = NULL;
+	size_t nsvg = 0;
 	if (fmt == PLOT_FMT_SVG) {
+		/* into memory first, for the text layer */
+		k.fp = open_memstream(&svg, &nsvg);
+		if (!k.fp)
+			return spmtap_seterr(err, errlen, errno, "plot: open_memstream: %s", strerror(errno));
 		s = cairo_svg_surface_create_for_stream(sink_write, &k, L.width, L.height);
 		/* px, not cairo's default pt: 1 user unit is 1 CSS px in a browser, as in the PNG */
 		cairo_svg_surface_set_document_unit(s, CAIRO_SVG_UNIT_PX);
@@ -103,9 +156,14 @@ static int render_stream(const struct plot_figure *f, enum plot_format fmt, FILE
 	cairo_status_t st = cairo_surface_status(s);
 	if (st) {
 		cairo_surface_destroy(s);
-		return cairo_err(st, &k, what, err, errlen);
+		rc = cairo_err(st, &k, what, err, errlen);
+		if (svg || fmt == PLOT_FMT_SVG) {
+			fclose(k.fp);
+			free(svg);
+		}
+		return rc;
 	}
-	rc = draw_on(f, s, err, errlen);
+	rc = draw_on(f, s, fmt == PLOT_FMT_SVG ? &log : NULL, err, errlen);
 	if (!rc && fmt == PLOT_FMT_PNG) {
 		cairo_surface_flush(s);
 		st = cairo_surface_write_to_png_stream(s, sink_write, &k);
@@ -117,6 +175,15 @@ static int render_stream(const struct plot_figure *f, enum plot_format fmt, FILE
 	if (!rc && st)
 		rc = cairo_err(st, &k, what, err, errlen);
 	cairo_surface_destroy(s);
+	if (fmt == PLOT_FMT_SVG) {
+		if (fclose(k.fp) && !rc)
+			rc = spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory for the SVG of '%s'", f->title);
+		if (!rc && write_svg(fp, svg, nsvg, &log))
+			rc = spmtap_seterr(err, errlen, errno ? errno : EIO, "plot: writing %s: %s", what,
+					   strerror(errno ? errno : EIO));
+		free(svg);
+		plot_textlog_free(&log);
+	}
 	return rc;
 }
 

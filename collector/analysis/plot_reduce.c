@@ -9,6 +9,7 @@
  * would overflow at about +-8e6 px).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -260,4 +261,64 @@ bool plot_series_extent(const struct plot_series *s, int64_t *t0, int64_t *t1)
 		*t1 = llround(s->t_ns_f[s->n - 1]);
 	}
 	return true;
+}
+
+size_t plot_series_count(const struct plot_series *s, const struct plot_xmap *m)
+{
+	if (!s->n)
+		return 0;
+	return upper_bound(s, m->origin, m->t1) - lower_bound(s, m->origin, m->t0);
+}
+
+int plot_envelope(const struct plot_series *s, const struct plot_xmap *m, struct plot_env *out)
+{
+	out->n = 0;
+	if (!s->n)
+		return 0;
+	size_t a = lower_bound(s, m->origin, m->t0), b = upper_bound(s, m->origin, m->t1);
+	bool brk = true;
+	long col = LONG_MIN;
+	double sum = 0;
+	size_t cnt = 0;
+	for (size_t i = a; i <= b; i++) {
+		double v = i < b ? s->v[i] : NAN;
+		double x = i < b ? m->x0 + (plot_series_t(s, i, m->origin) - m->t0) * m->px_per_ns : NAN;
+		long c = isfinite(v) ? (long)floor(x) : LONG_MIN;
+		if (cnt && (c != col || !isfinite(v))) { /* close the column */
+			out->c[out->n - 1].mean = sum / (double)cnt;
+			cnt = 0;
+			sum = 0;
+		}
+		if (!isfinite(v)) {
+			brk = true;
+			col = LONG_MIN;
+			continue;
+		}
+		if (c != col) {
+			if (out->n == out->cap) {
+				size_t ncap = out->cap ? out->cap * 2 : 1024;
+				struct plot_col *n = realloc(out->c, ncap * sizeof(*n));
+				if (!n)
+					return -ENOMEM;
+				out->c = n;
+				out->cap = ncap;
+			}
+			out->c[out->n++] = (struct plot_col){ (double)c, v, v, v, brk || c > col + 1 };
+			brk = false;
+			col = c;
+		}
+		struct plot_col *k = &out->c[out->n - 1];
+		k->lo = fmin(k->lo, v);
+		k->hi = fmax(k->hi, v);
+		sum += v;
+		cnt++;
+	}
+	return 0;
+}
+
+void plot_env_free(struct plot_env *e)
+{
+	free(e->c);
+	e->c = NULL;
+	e->n = e->cap = 0;
 }

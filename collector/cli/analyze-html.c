@@ -334,8 +334,9 @@ int ana_html_write(const struct ana_in *in, const struct sa_report *rep, const c
 	if (rc)
 		return rc;
 	const char *caption = "Counters as rates (per ms, summed over the XCCs); power derived from the energy "
-			      "counter and as read; phases shaded (idle left white); hatched: each signal's "
-			      "confidence window.";
+			      "counter and as read; phases shaded, a colour per name (idle left white); hatched "
+			      "strips at the bottom: each signal's confidence window; hatched grey \"lost\": no "
+			      "data recorded; hatched red \"saturated\": the counter exceeded its range.";
 	int64_t t0 = rep->nphases ? rep->ph[0].phase->start_ns : 0;
 	json_t *start = in->rec ? json_object_get(in->rec->meta, "start_boottime_ns") : NULL;
 	if (json_is_integer(start))

@@ -391,10 +391,18 @@ int record_session(const struct rec_opts *o)
 			fprintf(stderr, "spmtap record: fork: %s\n", strerror(errno));
 	}
 	bool tty = isatty(STDERR_FILENO);
-	uint64_t start = rec_now_ns(CLOCK_MONOTONIC), last = 0;
-	uint64_t deadline = o->duration > 0 ? start + (uint64_t)(o->duration * 1e9) : UINT64_MAX;
+	uint64_t last = 0;
+	/*
+	 * --duration counts from the recording's start (the outputs'
+	 * start_boottime_ns) and the session knows its end at once, so no row
+	 * after it reaches an output however late this loop or the stop program
+	 * comes (docs/cli/spmtap-record.md "When a recording stops").
+	 */
+	int64_t t_start = session_start_boottime(S);
+	int64_t deadline = o->duration > 0 ? t_start + (int64_t)(o->duration * 1e9) : INT64_MAX;
+	session_set_end(S, deadline);
 	bool forwarded = false;
-	while (!session_failed(S) && rec_now_ns(CLOCK_MONOTONIC) < deadline) {
+	while (!session_failed(S) && (int64_t)rec_now_ns(CLOCK_BOOTTIME) < deadline) {
 		if (rec_stop_signal && child > 0 && !forwarded) {
 			kill(child, rec_stop_signal == SIGINT ? SIGINT : SIGTERM);
 			forwarded = true;
@@ -412,16 +420,19 @@ int record_session(const struct rec_opts *o)
 		} else if (o->app) {
 			break; /* fork failed */
 		}
-		struct timespec ts = { 0, 20 * 1000000 };
-		nanosleep(&ts, NULL);
+		int64_t left = deadline - (int64_t)rec_now_ns(CLOCK_BOOTTIME);
+		struct timespec ts = { 0, left > 0 && left < 20 * 1000000 ? (long)left : 20 * 1000000 };
+		nanosleep(&ts, NULL); /* a signal ends it early */
 		uint64_t now = rec_now_ns(CLOCK_MONOTONIC);
 		if (now - last >= 500000000ull) {
 			status_line(S, tty, false);
 			last = now;
 		}
 	}
+	/* A signal, the app's exit or a failure ends it now; a --duration that ran out, at its end. */
+	session_set_end(S, (int64_t)rec_now_ns(CLOCK_BOOTTIME));
 	status_line(S, tty, true);
-	double secs = (double)(rec_now_ns(CLOCK_MONOTONIC) - start) / 1e9;
+	double secs = (double)(session_end_boottime(S) - t_start) / 1e9;
 	sched.r1 = rec_now_ns(CLOCK_MONOTONIC_RAW);
 	sched.off1 = boot_minus_raw();
 	if (wants_emulator_phases(o) && emulator_phases(&sched) < 0)

@@ -180,11 +180,12 @@ static void summary_bytes(const struct session_gpu_stats *st, const char *dest, 
 
 static void summary_samples(const struct session_gpu_stats *st, const char *dest, double secs)
 {
-	uint64_t bytes = 0, samples = 0, lost = 0, dropped = 0, flagged = 0;
+	uint64_t bytes = 0, samples = 0, lost = 0, dropped = 0, flagged = 0, after = 0;
 	for (uint32_t k = 0; k < st->nxcc; k++) {
 		const struct session_xcc *a = &st->xcc[k];
 		bytes += a->bytes;
 		samples += a->samples;
+		after += a->after_end;
 		lost += a->gap_samples;
 		dropped += a->resync_bytes;
 		flagged += a->loss_flags;
@@ -198,6 +199,9 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 	if (rec_stop_signal)
 		fprintf(stderr, "spmtap record: stopped by %s; counters stopped, data drained and %s "
 			"complete\n", strsignal(rec_stop_signal), dest);
+	if (after)
+		fprintf(stderr, "spmtap record: %" PRIu64 " samples after the end left out (the counters ran "
+			"until the stop program reached the GPU)\n", after);
 	if (!lost && !dropped) {
 		/* Gen B flags a region that filled while its ring kept the data. */
 		if (flagged)

@@ -80,6 +80,7 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	}
 	S->mk_fd = -1;
+	atomic_store(&S->end_boot, INT64_MAX);
 	*out = S;
 	if (o->markers) {
 		int rc = mk_reader_create(&S->mk, &S->mk_fd, err, errlen);
@@ -132,7 +133,20 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 		if (rc < 0)
 			return rc;
 	}
+	/* At or before the outputs' start_boottime_ns, which ses_open_writers takes next. */
+	S->start_boot = ses_now_ns(CLOCK_BOOTTIME);
 	return ses_open_writers(S, err, errlen);
+}
+
+int64_t session_start_boottime(const struct session *S) { return S->start_boot; }
+
+int64_t session_end_boottime(const struct session *S) { return atomic_load(&((struct session *)S)->end_boot); }
+
+void session_set_end(struct session *S, int64_t boottime_ns)
+{
+	int64_t cur = atomic_load(&S->end_boot);
+	while (boottime_ns < cur && !atomic_compare_exchange_weak(&S->end_boot, &cur, boottime_ns))
+		;
 }
 
 int session_start(struct session *S, char *err, size_t errlen)
@@ -253,7 +267,16 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		return S->error;
 	S->stopped = true;
 	S->stop_mono = ses_now_ns(CLOCK_MONOTONIC);
+	session_set_end(S, ses_now_ns(CLOCK_BOOTTIME));
 	char e[SES_ERRLEN];
+	/*
+	 * Sensors end first: their readings after the end would be left out
+	 * anyway, and a stop program that waits for a busy CP (seconds on a
+	 * loaded host) should not keep them sampling.
+	 */
+	for (size_t i = 0; i < S->ng; i++)
+		if (S->g[i].smi)
+			smi_sampler_stop(S->g[i].smi);
 	/* Stop generation first, so each drain ends on a call that copies nothing. */
 	for (size_t i = 0; i < S->ng; i++) {
 		struct sgpu *g = &S->g[i];
@@ -269,13 +292,6 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		}
 		if (g->f)
 			feeder_request_stop(g->f);
-		/*
-		 * Sensors end with the counters, not after the drain: a drain that
-		 * takes seconds (a slow disk, a sanitized build) would otherwise
-		 * leave a tail of power readings the counters have no part in.
-		 */
-		if (g->smi)
-			smi_sampler_stop(g->smi);
 	}
 	for (size_t i = 0; i < S->ng; i++) {
 		struct sgpu *g = &S->g[i];

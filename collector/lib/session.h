@@ -93,6 +93,10 @@ struct session_xcc {
 	uint64_t trailing_bytes;   /* a partial sample at the end */
 	uint64_t gaps;             /* timestamp gaps the lost samples were counted in */
 	uint64_t resyncs;          /* alignment searches after the start's */
+	uint64_t after_end;        /* decoded after the recording's end (the counters run until the stop
+				    * program executes): left out of the outputs, not loss, not in
+				    * samples; bytes = (samples + after_end) * sample size + resync +
+				    * prestart + trailing.  gap_samples counts the window's gaps only */
 	uint64_t regions;          /* parts retired (every buffer has one per XCC stream) */
 };
 
@@ -108,7 +112,8 @@ struct session_gpu_stats {
 	bool drain_capped;
 	uint32_t ncols;            /* decoded columns; 0 without counters */
 	uint32_t sample_size;      /* bytes of one sample; 0 without counters */
-	uint64_t smi_samples, smi_missed;
+	uint64_t smi_samples, smi_missed; /* sensor rows written; deadlines missed */
+	uint64_t smi_after_end;           /* sensor readings after the recording's end, left out */
 	uint64_t sink_wait_ns;     /* decode thread blocked on the output queue (the writer behind) */
 	uint32_t interval;         /* SCLK cycles per sample; 0 without counters */
 	const struct spm_plan *plan; /* the counters' plan (catalog entries, widths); NULL without */
@@ -148,6 +153,20 @@ void session_set_stop_reason(struct session *s, const char *why);
 const char *session_layout(const struct session *s, size_t i);
 /* GPU i's note when its buffer size was adjusted, or "". */
 const char *session_size_note(const struct session *s, size_t i);
+/*
+ * The recording's window on CLOCK_BOOTTIME (docs/cli/spmtap-record.md "When a
+ * recording stops"): it starts when the outputs open (their
+ * start_boottime_ns) and ends at the earliest time given to session_set_end
+ * (any thread, any time: a --duration's end before it comes, a signal's
+ * arrival), or else when session_stop begins.  No SPM or sensor row after
+ * the end reaches an output: the counters keep running until the stop
+ * program executes, and those samples are counted (session_xcc.after_end)
+ * and left out, so the data ends at the stop however long the stop takes.
+ * session_end_boottime: the end, or INT64_MAX while it is not known.
+ */
+int64_t session_start_boottime(const struct session *s);
+void session_set_end(struct session *s, int64_t boottime_ns);
+int64_t session_end_boottime(const struct session *s);
 /* Stop counters, drain, write the end metadata, close outputs.  0 or the first error. */
 int session_stop(struct session *s, char *err, size_t errlen);
 size_t session_ngpus(const struct session *s);

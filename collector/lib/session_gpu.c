@@ -258,9 +258,11 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		struct session_xcc *a = &st->xcc[x];
 		/* Without counters nothing is decoded: the bytes are the parts'. */
 		a->bytes = g->layout ? s.dec.bytes_fed : s.bytes;
-		a->samples = s.dec.samples;
-		a->sample_bytes = s.dec.samples * sb;
-		a->gap_samples = s.dec.lost_samples_est;
+		/* Written: what was decoded up to the recording's end (session.h). */
+		a->after_end = atomic_load(&((struct sgpu *)g)->after_end[x]);
+		a->samples = s.dec.samples - a->after_end;
+		a->sample_bytes = a->samples * sb;
+		a->gap_samples = s.dec.lost_samples_est - atomic_load(&((struct sgpu *)g)->after_end_gap[x]);
 		a->loss_flags = s.loss_parts + s.bad_parts;
 		a->prestart_bytes = s.skipped_start;
 		a->resync_bytes = s.dec.dropped_bytes - s.skipped_start;
@@ -284,7 +286,9 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	if (g->smi) {
 		struct smi_sampler_stats ss;
 		smi_sampler_get_stats(g->smi, &ss);
-		st->smi_samples = ss.samples;
+		/* Written: the readings after the recording's end are left out (session.h). */
+		st->smi_after_end = atomic_load(&((struct sgpu *)g)->smi_after_end);
+		st->smi_samples = ss.samples - st->smi_after_end;
 		st->smi_missed = ss.missed_deadlines;
 	}
 	/* the clock thread adds pairs while the meta is rewritten during the run; the lock

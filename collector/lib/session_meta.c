@@ -186,13 +186,16 @@ json_t *ses_accounting_json(struct session *S)
 		json_t *xs = json_array();
 		for (uint32_t x = 0; x < st.nxcc; x++) {
 			const struct session_xcc *a = &st.xcc[x];
-			json_array_append_new(xs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			json_array_append_new(xs, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 				"xcc", (int)x, "bytes", (json_int_t)a->bytes, "samples",
 				(json_int_t)a->samples, "sample_bytes", (json_int_t)a->sample_bytes,
 				"lost_gap_samples", (json_int_t)a->gap_samples, "kernel_loss_flags",
 				(json_int_t)a->loss_flags, "resync_dropped_bytes",
 				(json_int_t)a->resync_bytes, "prestart_bytes", (json_int_t)a->prestart_bytes,
-				"trailing_bytes", (json_int_t)a->trailing_bytes));
+				"trailing_bytes", (json_int_t)a->trailing_bytes,
+				/* decoded after the recording's end, left out: bytes balance with after_end_bytes */
+				"after_end_samples", (json_int_t)a->after_end, "after_end_bytes",
+				(json_int_t)(a->after_end * st.sample_size)));
 			/* Saturated (empty) cells per output column: what analysis must not read as 0. */
 			json_t *sat = json_object();
 			uint64_t n;
@@ -202,10 +205,11 @@ json_t *ses_accounting_json(struct session *S)
 			json_object_set_new(json_array_get(xs, json_array_size(xs) - 1), "saturated", sat);
 		}
 		/* output_queue_wait_s: the decode thread blocked on a full output queue (the writer behind). */
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:f, s:o}", "gpu",
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:f, s:o}", "gpu",
 			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
 			"overrun_polls", (json_int_t)st.overrun_polls, "smi_samples",
 			(json_int_t)st.smi_samples, "smi_missed_deadlines", (json_int_t)st.smi_missed,
+			"smi_after_end_samples", (json_int_t)st.smi_after_end,
 			"output_queue_wait_s", (double)st.sink_wait_ns / 1e9, "xcc", xs));
 	}
 	return arr;

@@ -56,6 +56,15 @@ struct sgpu {
 	struct timebase *tb;
 	pthread_mutex_t tb_lock;
 	bool stall_done;
+	/*
+	 * Per XCC stream, SPM samples decoded after the recording's end (left
+	 * out of the outputs) and the gap samples counted before them (lost
+	 * after the last written sample, so not in the recording's window);
+	 * lost_prev: the decoder's lost count at the previous chunk.
+	 */
+	atomic_uint_least64_t after_end[DEC_MAX_XCC], after_end_gap[DEC_MAX_XCC];
+	uint64_t lost_prev[DEC_MAX_XCC];
+	atomic_uint_least64_t smi_after_end; /* sensor readings after the end, left out */
 	/* sensors */
 	struct smi_probe probe;
 	bool probed;
@@ -96,6 +105,14 @@ struct session {
 	bool mk_running;
 	atomic_bool mk_stop;
 	int64_t t0_mono;
+	/*
+	 * The recording's window, CLOCK_BOOTTIME ns: from when the outputs open
+	 * (their start_boottime_ns) to the end (session_set_end, or session_stop's
+	 * start); INT64_MAX while the end is not known.  The sinks leave out every
+	 * row after the end (session.h).
+	 */
+	int64_t start_boot;
+	_Atomic int64_t end_boot;
 	int64_t decode_stall_at, decode_stall_dur, writer_stall_at, writer_stall_dur;
 	double spm_hz;
 	uint32_t next_stream_id;

@@ -92,13 +92,36 @@ int ses_spm_sink(void *user, const struct dec_chunk *c)
 		if (tb_map_spm(g->tb, c->timestamp[i], &host[i]) < 0)
 			host[i] = 0;
 	pthread_mutex_unlock(&g->tb_lock);
+	/*
+	 * The counters run until the stop program executes, after the
+	 * recording's end (session.h): a stream's samples are in time order, so
+	 * the first one past the end cuts the chunk, and the rest are counted.
+	 */
+	int64_t end = atomic_load(&S->end_boot);
+	uint32_t n = c->nsamples;
+	while (n && host[n - 1] > end)
+		n--;
+	/* The decoder counts a gap before emitting the chunk it precedes (a chunk holds none). */
+	struct dthr_xcc ds;
+	uint64_t lost = g->dt && dthr_stats(g->dt, c->xcc, &ds) == 0 ? ds.dec.lost_samples_est : 0;
+	uint64_t gap_before = lost - g->lost_prev[c->xcc];
+	g->lost_prev[c->xcc] = lost;
+	if (n < c->nsamples)
+		atomic_fetch_add(&g->after_end[c->xcc], c->nsamples - n);
+	if (!n)
+		atomic_fetch_add(&g->after_end_gap[c->xcc], gap_before);
+	if (!n) {
+		free(it);
+		return 0;
+	}
+	it->c.n = n;
 	uint32_t words = (c->nsamples + 63) / 64;
 	for (uint32_t k = 0; k < s->ncols && k < c->ncols; k++) {
 		memcpy((void *)it->c.values[k], c->values[k], (size_t)c->nsamples * 8);
 		if (c->saturated && c->saturated[k])
 			memcpy((void *)it->c.missing[k], c->saturated[k], (size_t)words * 8);
 	}
-	atomic_fetch_add(&S->samples, c->nsamples);
+	atomic_fetch_add(&S->samples, n);
 	ses_push(S, it);
 	return 0;
 }
@@ -106,6 +129,17 @@ int ses_spm_sink(void *user, const struct dec_chunk *c)
 void ses_smi_sink(const struct series_chunk *c, void *arg)
 {
 	struct sgpu *g = arg;
+	/* Readings after the recording's end are left out (session.h); a chunk is in time order. */
+	int64_t end = atomic_load(&g->S->end_boot);
+	uint32_t n = c->n;
+	while (n && c->host_ns[n - 1] > end)
+		n--;
+	atomic_fetch_add(&g->smi_after_end, c->n - n);
+	if (!n)
+		return;
+	struct series_chunk cut = *c;
+	cut.n = n;
+	c = &cut;
 	struct ses_item *it = ses_item_alloc(c->stream, c->n, c->ticks != NULL);
 	if (!it) {
 		ses_set_error(g->S, -ENOMEM, "out of memory");

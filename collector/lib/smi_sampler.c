@@ -207,6 +207,8 @@ static bool sample(struct smi_sampler *s)
 	return !s->o.max_samples || s->st.samples + s->n < s->o.max_samples;
 }
 
+#define STOP_SLICE_NS 20000000 /* 20 ms */
+
 static void *thread_main(void *arg)
 {
 	struct smi_sampler *s = arg;
@@ -216,9 +218,21 @@ static void *thread_main(void *arg)
 	s->st.first_deadline_ns = next;
 	s->last_flush_ns = smi_now_boot_ns();
 	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
-		struct timespec ts = { next / 1000000000, next % 1000000000 };
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		/*
+		 * Sleep to the deadline in slices, so that a stop is seen within
+		 * STOP_SLICE_NS however long the period (--smi-interval 10s must not
+		 * hold a recording's stop for ten seconds).
+		 */
+		bool stopping = false;
+		for (int64_t now = mono_ns(); now < next; now = mono_ns()) {
+			if ((stopping = atomic_load_explicit(&s->stop, memory_order_relaxed)))
+				break;
+			int64_t until = next - now > STOP_SLICE_NS ? now + STOP_SLICE_NS : next;
+			struct timespec ts = { until / 1000000000, until % 1000000000 };
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
+		if (stopping)
+			break;
 		int64_t late = mono_ns() - next;
 		s->st.last_deadline_ns = next;
 		wakes++;
