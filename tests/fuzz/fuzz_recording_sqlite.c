@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rec_trace(r, &tr, err, sizeof(err)))
 		tr = NULL;
 	struct pc_result *pc;
-	if (!pc_compute(r, &r->phases, NULL, &pc, err, sizeof(err)))
+	if (!pc_compute(r, &r->phases, NULL, PC_MIN_COVERAGE, &pc, err, sizeof(err)))
 		pc_free(pc);
 	sa_trace_free(tr);
 	rec_free(r);
