@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collector/analysis/phases.h"
+#include "collector/cli/outname.h"
 #include "collector/cli/record.h"
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
@@ -141,21 +142,9 @@ static void summary(struct session *S, double secs)
 			" trailing, %" PRIu64 " pre-program bytes (first buffer)", st.gpu, pre, trail,
 			st.first_buffer_bytes);
 	}
-	for (const char *const *p = session_outputs(S); *p; p++) {
-		size_t l = strlen(*p);
-		if (l < 4 || strcmp(*p + l - 4, ".csv")) {
-			fprintf(stderr, "spmtap record: wrote %s\n", *p);
-			continue;
-		}
-		/* the CSV writer makes one file per source next to NAME (docs/formats/csv.md) */
-		static const char *const parts[] = { "_spm.csv", "_smi.csv", "_phases.csv", "_meta.json" };
-		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
-			char f[4096];
-			snprintf(f, sizeof(f), "%.*s%s", (int)(l - 4), *p, parts[k]);
-			if (access(f, F_OK) == 0)
-				fprintf(stderr, "spmtap record: wrote %s\n", f);
-		}
-	}
+	/* The files of this run, under their final names (an earlier run's set is gone with it). */
+	for (const char *const *p = session_outputs(S); *p; p++)
+		fprintf(stderr, "spmtap record: wrote %s\n", *p);
 }
 
 /* CLOCK_BOOTTIME - CLOCK_MONOTONIC_RAW now, read back to back (the emulator's schedule is on RAW). */
@@ -231,7 +220,100 @@ static bool wants_emulator_phases(const struct rec_opts *o)
 	return false;
 }
 
-int record_session(const struct rec_opts *o)
+/*
+ * The application as execvp will find it (a name with a slash as it is,
+ * else the first match on PATH), checked before any file is touched: a
+ * typo must not cost an earlier recording.  0, or 127 (not found) / 126
+ * (not executable) with the shell's sentence printed.
+ */
+static int find_app(const char *app)
+{
+	struct stat sb;
+	int found = ENOENT;
+	if (strchr(app, '/')) {
+		if (stat(app, &sb))
+			found = errno;
+		else if (!S_ISREG(sb.st_mode) || access(app, X_OK))
+			found = EACCES;
+		else
+			return 0;
+	} else {
+		const char *path = getenv("PATH");
+		char def[256];
+		if (!path) { /* execvp's default */
+			confstr(_CS_PATH, def, sizeof(def));
+			path = def;
+		}
+		for (const char *d = path; *d && *app;) {
+			size_t n = strcspn(d, ":");
+			char p[4096];
+			snprintf(p, sizeof(p), "%.*s%s%s", (int)n, n ? d : ".", n ? "/" : "", app);
+			if (!stat(p, &sb)) {
+				if (S_ISREG(sb.st_mode) && !access(p, X_OK))
+					return 0;
+				found = EACCES;
+			}
+			d += n + (d[n] == ':');
+		}
+	}
+	fprintf(stderr, "spmtap record: %s: %s%s\n", app, strerror(found),
+		strchr(app, '/') ? "" : " (not found on PATH)");
+	return found == EACCES ? 126 : 127;
+}
+
+/*
+ * -d and -o with rocprofv3's placeholders replaced, and in -f mode
+ * resolved into the directory and NAME (outname.h).  EXIT_OK or EXIT_USAGE.
+ */
+static int out_names(struct rec_opts *o, bool formats, char **dir, char **name, char **out)
+{
+	struct outname_env env;
+	char err[512];
+	int rc = 0;
+	outname_env_init(&env);
+	char *d = o->dir ? outname_expand(o->dir, &env, &rc, err, sizeof(err)) : NULL;
+	char *x = !rc && o->out ? outname_expand(o->out, &env, &rc, err, sizeof(err)) : NULL;
+	if (!rc && formats)
+		rc = outname_resolve(d, x, dir, name, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "spmtap record: %s\n", err);
+		free(d);
+		free(x);
+		return EXIT_USAGE;
+	}
+	if (!formats) {
+		*dir = d;
+		d = NULL;
+		o->dir = *dir;
+	}
+	free(d);
+	*out = x;
+	if (x)
+		o->out = x;
+	return EXIT_OK;
+}
+
+static int run(const struct rec_opts *o, const char *odir, const char *oname);
+
+int record_session(const struct rec_opts *opts)
+{
+	struct rec_opts ox = *opts;
+	if (ox.app) {
+		int ast = find_app(ox.app[0]);
+		if (ast)
+			return ast;
+	}
+	char *odir = NULL, *oname = NULL, *oout = NULL;
+	int st = out_names(&ox, wants_formats(&ox), &odir, &oname, &oout);
+	if (st == EXIT_OK)
+		st = run(&ox, odir, oname);
+	free(odir);
+	free(oname);
+	free(oout);
+	return st;
+}
+
+static int run(const struct rec_opts *o, const char *odir, const char *oname)
 {
 	struct cli_target t;
 	int st = cli_target_devices(&t, "record");
@@ -273,8 +355,9 @@ int record_session(const struct rec_opts *o)
 		cli_target_free(&t);
 		return st;
 	}
-	const char *name = o->out ? o->out : "spmtap";
-	if (o->dir && session_make_dir(o->dir, err, sizeof(err)) < 0) {
+	const char *name = oname ? oname : o->out ? o->out : "spmtap";
+	const char *outdir = oname ? odir : o->dir;
+	if (outdir && session_make_dir(outdir, err, sizeof(err)) < 0) {
 		fprintf(stderr, "spmtap record: %s\n", err);
 		cli_target_free(&t);
 		return EXIT_FAIL;
@@ -309,7 +392,7 @@ int record_session(const struct rec_opts *o)
 		.nbuffers = o->nbuffers, .buffer_size = o->buffer_size,
 		.spm_clock_hz = o->spm_clock_hz, .smi_metrics = smi,
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
-		.dir = o->dir ? o->dir : ".", .name = name, .formats = fmts, .nformats = nfmt,
+		.dir = outdir ? outdir : ".", .name = name, .formats = fmts, .nformats = nfmt,
 		.command_line = cmdline, .markers = o->app != NULL,
 		.raw_path = o->raw ? o->out : NULL,
 		.ticks_csv = formats || o->raw ? NULL : o->out ? o->out : "-",
