@@ -94,7 +94,7 @@ int ses_open_writers(struct session *S, char *err, size_t errlen)
 	const char *name = o->name && *o->name ? o->name : "spmtap";
 	gethostname(S->host, sizeof(S->host) - 1);
 	S->start_boot_ns = ses_now_ns(CLOCK_BOOTTIME);
-	if (out_set_new(&S->files) < 0)
+	if (!S->files && out_set_new(&S->files) < 0)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	json_t *mj = ses_extra_json(S);
 	char *extra = mj ? json_dumps(mj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -264,12 +264,18 @@ static json_t *raw_meta_json(struct session *S, struct sgpu *g)
 
 int ses_open_raw(struct session *S, struct sgpu *g, char *err, size_t errlen)
 {
+	/* FINAL.part while recording, renamed with the rest of the set (outset.h). */
+	char *part = NULL;
+	if ((!S->files && out_set_new(&S->files) < 0) || !(part = out_set_part(S->files, S->o.raw_path)))
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	struct raw_writer_opts ro = {
-		.path = S->o.raw_path, .dev = g->dev, .backend = S->bops->name,
+		.path = part, .dev = g->dev, .backend = S->bops->name,
 		.shape = spm_stream_shape(g->st), .buffer_size = g->size,
 		.nbuffers = S->o.nbuffers ? S->o.nbuffers : FEEDER_DEFAULT_BUFFERS,
 	};
-	return raw_writer_open(&S->raw, &ro, raw_meta_json(S, g), err, errlen);
+	int rc = raw_writer_open(&S->raw, &ro, raw_meta_json(S, g), err, errlen);
+	free(part);
+	return rc;
 }
 
 json_t *ses_raw_end_json(struct session *S)
