@@ -359,6 +359,24 @@ static void test_sigterm(void)
 	json_decref(m);
 }
 
+/* A writer that fails (the file size limit): final names, "complete": false, the accounting there. */
+static void test_failed_writer(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path("full"));
+	const char *rec[] = { "record", "--spm", "SQ_WAVES", "-d", dir, "-o", "run", "--duration", "2", NULL };
+	const char *argv[16] = { spmtap };
+	for (size_t i = 0; rec[i]; i++)
+		argv[i + 1] = rec[i];
+	int st = tp_run(argv, &(struct tp_opts){ .err = path("full.err"), .out = "/dev/null", .fsize = 1 << 20 });
+	CU_ASSERT_EQUAL(st, 1);
+	CU_ASSERT_STRING_EQUAL(listing(dir), "run_meta.json run_spm.csv");
+	json_t *m = load(in(dir, "run_meta.json"));
+	CU_ASSERT_TRUE(json_is_false(json_object_get(m, "complete")));
+	CU_ASSERT_TRUE(json_is_array(json_object_get(m, "timebase")));
+	json_decref(m);
+}
+
 /* Item 10: -o with the format's extension, an absolute -o, a relative one with a directory. */
 static void test_paths(void)
 {
@@ -429,6 +447,7 @@ int main(int argc, char **argv)
 		{ "complete_meta", test_complete_meta, need_emulator },
 		{ "kill9", test_kill9, need_emulator },
 		{ "sigterm", test_sigterm, need_emulator },
+		{ "failed_writer", test_failed_writer, need_emulator },
 		{ "paths", test_paths, need_emulator },
 		{ "placeholders", test_placeholders, need_emulator },
 		{ NULL, NULL, NULL },

@@ -160,26 +160,35 @@ static int write_meta_file(struct session *S, json_t *m, char *err, size_t errle
 
 int ses_meta_update(struct session *S, bool final, char *err, size_t errlen)
 {
-	int rc = 0;
+	int frc = 0, rc = 0;
 	/* Rows first, then the metadata that counts them: the files hold at least what it says. */
-	for (size_t k = 0; k < S->nw && !rc; k++)
+	for (size_t k = 0; k < S->nw && !frc; k++)
 		if (S->w[k] && S->wops[k]->flush)
-			rc = S->wops[k]->flush(S->w[k], err, errlen);
-	if (rc || !S->meta_path)
-		return rc;
+			frc = S->wops[k]->flush(S->w[k], err, errlen);
+	/*
+	 * At the end a failed flush (a full disk) still gets the metadata
+	 * written, saying "complete": false, with the accounting of what was
+	 * recorded; during the run the error stops the session anyway.
+	 */
+	if ((frc && !final) || !S->meta_path)
+		return frc;
 	json_t *m = full_meta(S, final);
+	if (frc)
+		json_object_set_new(m, "complete", json_false());
 	char *text = m ? json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	if (!text)
 		rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
-	for (size_t k = 0; k < S->nw && !rc; k++)
-		if (S->w[k] && S->wops[k]->meta)
-			rc = S->wops[k]->meta(S->w[k], text, err, errlen);
-	if (!rc)
-		rc = write_meta_file(S, m, err, errlen);
+	for (size_t k = 0; k < S->nw && text; k++)
+		if (S->w[k] && S->wops[k]->meta) {
+			int r = S->wops[k]->meta(S->w[k], text, frc || rc ? NULL : err, frc || rc ? 0 : errlen);
+			if (r < 0 && !rc)
+				rc = r;
+		}
+	int wrc = write_meta_file(S, m, frc || rc ? NULL : err, frc || rc ? 0 : errlen);
 	free(text);
 	json_decref(m);
 	S->meta_mono = ses_now_ns(CLOCK_MONOTONIC);
-	return rc;
+	return frc ? frc : rc ? rc : wrc;
 }
 
 /* DIR/NAME + every suffix a -f writer can give it, and what the old metadata lists. */
