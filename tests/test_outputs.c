@@ -215,7 +215,15 @@ static void test_other_formats(void)
 	snprintf(dir, sizeof(dir), "%s", path("fmt"));
 	const char *csv[] = { "record", "--spm", "SQ_WAVES", "--smi", "power", "-d", dir, "-o", "run",
 			      "--duration", "1", NULL };
+	/* A file under NAME with no spmtap metadata beside it is not spmtap's to remove. */
+	mkdir(dir, 0755);
+	FILE *fp = fopen(in(dir, "run.pftrace"), "w");
+	if (fp) {
+		fputs("mine\n", fp);
+		fclose(fp);
+	}
 	CU_ASSERT_EQUAL_FATAL(run(csv, path("fmt.err")), 0);
+	CU_ASSERT_STRING_EQUAL(listing(dir), "run.pftrace run_meta.json run_smi.csv run_spm.csv");
 	json_t *m = load(in(dir, "run_meta.json"));
 	json_t *f = json_object_get(json_object_get(m, "extra"), "formats");
 	CU_ASSERT_EQUAL(json_array_size(f), 1);

@@ -147,6 +147,15 @@ int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t 
 	return rc;
 }
 
+void out_set_drop_parts(const struct out_set *s, const char *const *names)
+{
+	char p[4096];
+	for (size_t i = 0; s && names && names[i]; i++)
+		if (!in_set(s, names[i]) &&
+		    (size_t)snprintf(p, sizeof(p), "%s%s", names[i], OUTSET_PART) < sizeof(p))
+			unlink_with_companions(p);
+}
+
 void out_set_discard(struct out_set *s)
 {
 	char p[4096];

@@ -4,7 +4,7 @@
  * "Temporary names").  While recording every file is written under its
  * final name + ".part"; a run that ends (duration, app exit, SIGINT/SIGTERM)
  * commits: it removes what an earlier run left under the same NAME (the
- * old set as a whole, never a file the user did not get from spmtap) and
+ * old set as a whole, as its metadata tells it) and
  * renames every .part to its final name.  A run that never started
  * discards its .part files, so earlier outputs stay as they were; a killed
  * run leaves its .part files for the readers ("incomplete recording").
@@ -39,6 +39,8 @@ const char *out_set_final(const struct out_set *s, size_t i);
  * first -errno with "PATH: reason" in err.
  */
 int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t errlen);
+/* Stale FINAL.part files (a killed run's) of `names` not in the set, and their companions, removed. */
+void out_set_drop_parts(const struct out_set *s, const char *const *names);
 /* A run that never started: every .part file (and companion) removed. */
 void out_set_discard(struct out_set *s);
 

@@ -150,7 +150,11 @@ int session_gpu_stats(const struct session *s, size_t i, struct session_gpu_stat
 /* GPU i's timebase (timebase.h), for tests and the public API; valid until session_close. */
 struct timebase;
 const struct timebase *session_timebase(const struct session *s, size_t i);
-/* The output files ("DIR/NAME.db", ...), NULL-terminated. */
+/*
+ * After session_stop: the files of the run under their final names
+ * ("DIR/NAME.db", "DIR/NAME_meta.json", ...), NULL-terminated; empty before,
+ * or when the run never started (its .part files were removed).
+ */
 const char *const *session_outputs(const struct session *s);
 void session_close(struct session *s);
 

@@ -191,12 +191,17 @@ int ses_meta_update(struct session *S, bool final, char *err, size_t errlen)
 	return frc ? frc : rc ? rc : wrc;
 }
 
-/* DIR/NAME + every suffix a -f writer can give it, and what the old metadata lists. */
-static char **old_set(struct session *S)
+/*
+ * DIR/NAME + every suffix a -f writer can give it; with `listed`, what the
+ * old metadata lists too (NULL when there is no old metadata).
+ */
+static char **name_set(struct session *S, bool listed)
 {
 	size_t nb = strlen(S->meta_path) - strlen("_meta.json");
 	size_t n = sizeof(kinds) / sizeof(kinds[0]);
-	json_t *old = json_load_file(S->meta_path, 0, NULL);
+	json_t *old = listed ? json_load_file(S->meta_path, 0, NULL) : NULL;
+	if (listed && !old)
+		return NULL;
 	json_t *files = json_object_get(old, "files");
 	char **v = calloc(n + json_object_size(files) + 1, sizeof(*v));
 	size_t k = 0;
@@ -226,6 +231,13 @@ static char **old_set(struct session *S)
 	return v;
 }
 
+static void free_names(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
 int ses_outputs_finish(struct session *S, char *err, size_t errlen)
 {
 	if (S->committed || !S->files)
@@ -236,11 +248,17 @@ int ses_outputs_finish(struct session *S, char *err, size_t errlen)
 		out_set_discard(S->files);
 		return 0;
 	}
-	char **old = S->meta_path ? old_set(S) : NULL;
+	/*
+	 * An earlier run under this NAME (its NAME_meta.json says so) goes as a
+	 * whole; without one no file of that name is spmtap's to remove, but a
+	 * killed run's .part files are.
+	 */
+	char **old = S->meta_path ? name_set(S, true) : NULL;
+	char **known = S->meta_path ? name_set(S, false) : NULL;
+	out_set_drop_parts(S->files, (const char *const *)known);
 	int rc = out_set_commit(S->files, (const char *const *)old, err, errlen);
-	for (size_t i = 0; old && old[i]; i++)
-		free(old[i]);
-	free(old);
+	free_names(old);
+	free_names(known);
 	size_t n = out_set_count(S->files);
 	S->outs = calloc(n + 1, sizeof(*S->outs));
 	for (size_t i = 0; S->outs && i < n; i++)
