@@ -126,6 +126,22 @@ enum spm_segment spm_counter_segment(const struct spm_counter *c);
 unsigned int spm_counter_width(const struct spm_counter *c); /* 16 or 32; 0 if not streamable */
 
 /*
+ * The most one slot of c (one instance in one segment) can count per SCLK
+ * cycle, where the counter's definition bounds it (cycle, busy, stall and
+ * idle counters: 1; L2 tag lookups: 2), with the reason in *why; 0 (and
+ * *why NULL) when nothing bounds it.  catalog_peak.c, docs/counters.md.
+ */
+double spm_counter_peak(const struct spm_counter *c, const char **why);
+/*
+ * The longest interval, a multiple of step and at most max, at which a slot
+ * counting per_cycle events per cycle cannot saturate width bits (a value
+ * of 2^width - 1 reads as saturated); max when none in range can; 0 when
+ * per_cycle is unknown (<= 0).
+ */
+uint32_t spm_saturation_safe_interval(double per_cycle, unsigned int width, uint32_t step,
+				      uint32_t max);
+
+/*
  * Exact lookup, case-insensitive.  Unknown: -ENOENT and "unknown counter X
  * for gfx942; did you mean A, B?".  Known but not streamable: *out is set,
  * -EOPNOTSUPP and the reason with the alternative.

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "spm/hsa_lib.h"
@@ -82,6 +84,61 @@ int spm_hsa_load(const struct spm_hsa_lib **out, char *reason, size_t len)
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool inited;
+static _Atomic bool capture_stderr; /* process-wide like ROCr itself; set once by the CLI */
+
+void spm_hsa_capture_init_stderr(bool on)
+{
+	capture_stderr = on;
+}
+
+/* fd 2 into an anonymous file for the call; -1 when not capturing or it cannot. */
+static int capture_begin(int *saved)
+{
+	*saved = -1;
+	if (!capture_stderr)
+		return -1;
+	int fd = memfd_create("spmtap-rocr-stderr", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	fflush(stderr);
+	*saved = dup(2);
+	if (*saved < 0 || dup2(fd, 2) < 0) {
+		if (*saved >= 0)
+			close(*saved);
+		close(fd);
+		*saved = -1;
+		return -1;
+	}
+	return fd;
+}
+
+/* Restore fd 2; what was printed, whitespace folded to single spaces, into text. */
+static void capture_end(int fd, int saved, char *text, size_t len)
+{
+	text[0] = 0;
+	if (fd < 0)
+		return;
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	char buf[1024];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	size_t o = 0;
+	bool space = false;
+	for (ssize_t i = 0; i < n && o + 1 < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+			space = o > 0;
+			continue;
+		}
+		if (space && o + 2 < len)
+			text[o++] = ' ';
+		space = false;
+		text[o++] = (char)c;
+	}
+	text[o] = 0;
+}
 
 int spm_hsa_open(const struct spm_hsa_lib **out, char *reason, size_t len)
 {
@@ -90,11 +147,18 @@ int spm_hsa_open(const struct spm_hsa_lib **out, char *reason, size_t len)
 		return r;
 	pthread_mutex_lock(&init_lock);
 	if (!inited) {
+		int saved, fd = capture_begin(&saved);
 		hsa_status_t st = lib.f.hsa_init();
+		char said[512];
+		capture_end(fd, saved, said, sizeof(said));
+		if (said[0])
+			pr_info("rocr", "hsa_init (%s) printed: %s", lib.version, said);
 		if (st == HSA_STATUS_SUCCESS)
 			inited = true;
 		else
-			r = spmtap_seterr(reason, len, EIO, "hsa_init (%s): %s", lib.version, spm_hsa_status(&lib, st));
+			r = spmtap_seterr(reason, len, EIO, "hsa_init (%s): %s%s%s%s", lib.version,
+					  spm_hsa_status(&lib, st), said[0] ? " (it printed: \"" : "", said,
+					  said[0] ? "\")" : "");
 	}
 	pthread_mutex_unlock(&init_lock);
 	if (r)
@@ -169,10 +233,10 @@ int spm_hsa_agent_for(const struct spm_hsa_lib *h, const struct spm_device *dev,
 	if (ovr && *ovr)
 		snprintf(note, sizeof(note), " (HSA_OVERRIDE_GFX_VERSION=%.32s is set)", ovr);
 	if (dev->gfx[0] && h->f.hsa_isa_from_name(isa, &unused) != HSA_STATUS_SUCCESS)
+		/* Short and actionable: the file ROCr was loaded from is in `spmtap list` and at -v. */
 		return spmtap_seterr(why, len, ENODEV,
-				     "%s (%s) does not know %s: its ISA registry has no such target, so hsa_init "
-				     "dropped this GPU (\"Agent creation failed\"); ROCm >= 5.7 knows gfx940-942%s",
-				     h->file[0] ? h->file : SPM_HSA_SONAME, h->version, dev->gfx, note);
+				     "%s does not know %s (ROCm >= 5.7 knows gfx940-942)%s",
+				     h->version, dev->gfx, note);
 	return spmtap_seterr(why, len, ENODEV, "ROCr (%s) has no GPU agent for KFD node %u (%d GPU agents in all)%s",
 			     h->version, dev->node, m.ngpu, note);
 }

@@ -58,6 +58,14 @@ int spm_hsa_load(const struct spm_hsa_lib **out, char *reason, size_t len);
  * process's life for the same reason.  Failures are not cached.
  */
 int spm_hsa_open(const struct spm_hsa_lib **out, char *reason, size_t len);
+/*
+ * Whether hsa_init's own stderr is captured (the CLI sets it; a library in
+ * someone's app leaves the app's stderr alone).  ROCr prints "Warning: Agent
+ * creation failed." for every GPU it does not know, which on a node it does
+ * not serve is noise beside our own explanation: captured, it is logged at
+ * info level (`spmtap -v`) and added to the reason when hsa_init fails.
+ */
+void spm_hsa_capture_init_stderr(bool on);
 /* hsa_status_string, or "unknown HSA status". */
 const char *spm_hsa_status(const struct spm_hsa_lib *h, hsa_status_t st);
 /*

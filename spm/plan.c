@@ -5,8 +5,11 @@
  * slot rules of SPM.md §5.3-§5.6.  docs/programming.md states each rule.
  */
 #include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,4 +626,98 @@ char *spm_plan_layout_dumps(const struct spm_plan *p)
 
 	json_decref(j);
 	return s;
+}
+
+/* ---- before a run: saturation and data rate -------------------------------- */
+
+size_t spm_plan_saturation(const struct spm_plan *p, struct spm_plan_sat *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->ncounters; i++) {
+		const struct spm_counter *c = p->counters[i].ctr;
+		bool seen = false;
+		for (size_t k = 0; k < n && !seen; k++)
+			seen = out[k].ctr == c;
+		if (seen || n == max)
+			continue;
+		struct spm_plan_sat *s = &out[n++];
+		s->ctr = c;
+		s->per_cycle = spm_counter_peak(c, &s->why);
+		s->width = spm_counter_width(c);
+		s->safe_interval = spm_saturation_safe_interval(s->per_cycle, s->width, SPM_INTERVAL_STEP,
+								SPM_INTERVAL_MAX);
+		s->saturates = s->safe_interval && s->safe_interval < p->interval;
+	}
+	return n;
+}
+
+double spm_gfx_sclk_ghz(enum spm_gfx gfx)
+{
+	return gfx == SPM_GFX_90A ? 1.7 : gfx == SPM_GFX_942 ? 2.1 : 2.0;
+}
+
+double spm_plan_mbs(const struct spm_plan *p, double sclk_ghz)
+{
+	uint32_t xcc = p->geo.num_xcc ? p->geo.num_xcc : 1;
+	return (double)p->sample_bytes * xcc * sclk_ghz * 1e9 / p->interval / 1e6;
+}
+
+static size_t addf(char *buf, size_t len, size_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static size_t addf(char *buf, size_t len, size_t off, const char *fmt, ...)
+{
+	if (off >= len)
+		return off;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + off, len - off, fmt, ap);
+	va_end(ap);
+	return n < 0 ? off : off + (size_t)n;
+}
+
+int spm_plan_warnings(const struct spm_plan *p, double sclk_ghz, double sustained_mbs, char *buf,
+		      size_t len)
+{
+	struct spm_plan_sat sat[SPM_PLAN_MAX_COUNTERS];
+	size_t n = spm_plan_saturation(p, sat, SPM_PLAN_MAX_COUNTERS), off = 0;
+	int count = 0;
+	if (len)
+		buf[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct spm_plan_sat *s = &sat[i];
+		if (!s->saturates)
+			continue;
+		double most = s->per_cycle * p->interval;
+		off = addf(buf, len, off,
+			   "%s will saturate at interval %u: up to %.0f per sample (%s) in a %u-bit slot, "
+			   "which reads %.0f or more as saturated; --interval %u or shorter avoids it\n",
+			   s->ctr->name, p->interval, most, s->why, s->width,
+			   s->width >= 32 ? 4294967295.0 : (double)((1u << s->width) - 1u), s->safe_interval);
+		count++;
+	}
+	if (sustained_mbs <= 0)
+		sustained_mbs = SPM_SUSTAINED_MBS_CSV;
+	double mbs = spm_plan_mbs(p, sclk_ghz);
+	/* A relative 1e-9: the interval suggested below lands exactly on the estimate. */
+	if (mbs > sustained_mbs * (1 + 1e-9)) {
+		uint32_t xcc = p->geo.num_xcc ? p->geo.num_xcc : 1;
+		double cycles = (double)p->sample_bytes * xcc * sclk_ghz * 1e9 / (sustained_mbs * 1e6);
+		uint64_t iv = (uint64_t)ceil(cycles * (1 - 1e-12));
+		iv = (iv + SPM_INTERVAL_STEP - 1) / SPM_INTERVAL_STEP * SPM_INTERVAL_STEP;
+		if (iv <= SPM_INTERVAL_MAX)
+			off = addf(buf, len, off,
+				   "the data rate, %.1f MB/s (%u XCC at %.1f GHz SCLK), exceeds the %.0f MB/s "
+				   "this collector is known to sustain (docs/bench.md): expect lost samples; "
+				   "--interval %" PRIu64 " or longer, or fewer counters, keeps under it\n",
+				   mbs, xcc, sclk_ghz, sustained_mbs, iv);
+		else
+			off = addf(buf, len, off,
+				   "the data rate, %.1f MB/s (%u XCC at %.1f GHz SCLK), exceeds the %.0f MB/s "
+				   "this collector is known to sustain (docs/bench.md) even at the longest "
+				   "interval: expect lost samples; fewer counters keep under it\n",
+				   mbs, xcc, sclk_ghz, sustained_mbs);
+		count++;
+	}
+	return count;
 }

@@ -129,6 +129,47 @@ void spm_plan_free(struct spm_plan *plan);
 /* Round an interval as aqlprofile does; -ERANGE with "32..65504 in steps of 32". */
 int spm_interval_round(uint32_t requested, uint32_t *rounded, char *err, size_t errlen);
 
+/*
+ * Saturation forecast, one entry per distinct catalog counter of the plan
+ * (plan order): the slot's width, the counter's peak per cycle
+ * (spm_counter_peak; 0 unknown) and the longest interval that cannot
+ * saturate it (0 unknown; SPM_INTERVAL_MAX when none can).  Returns the
+ * number of entries written (at most max).
+ */
+struct spm_plan_sat {
+	const struct spm_counter *ctr;
+	double per_cycle;
+	const char *why;          /* the peak's reason; NULL when unknown */
+	unsigned int width;       /* 16 or 32 bits per slot */
+	uint32_t safe_interval;
+	bool saturates;           /* at the plan's interval (peak known) */
+};
+size_t spm_plan_saturation(const struct spm_plan *p, struct spm_plan_sat *out, size_t max);
+
+/*
+ * What this collector is known to sustain, all GPUs of one process together,
+ * in MB/s of SPM bytes (docs/bench.md "End to end", measured on a 2-vCPU VM
+ * with the emulator producing the bytes on the same cores): CSV about 300,
+ * SQLite about 140.  A plan above it is warned about; it is an estimate, not
+ * a limit (a larger machine sustains more; the loss line tells).
+ */
+#define SPM_SUSTAINED_MBS_CSV 300.0
+#define SPM_SUSTAINED_MBS_SQLITE 140.0
+
+/* The family's assumed peak SCLK in GHz (SPM.md 6.2: 2.1 gfx942, 1.7 gfx90a), for data rates. */
+double spm_gfx_sclk_ghz(enum spm_gfx gfx);
+/* SPM bytes per second of one GPU (every XCC) at sclk_ghz, in MB/s. */
+double spm_plan_mbs(const struct spm_plan *p, double sclk_ghz);
+/*
+ * The warnings a plan deserves before a run, one sentence per line (each
+ * ending in '\n') into buf: counters predicted to saturate at the plan's
+ * interval with the interval that avoids it, and a data rate above
+ * sustained_mbs (0: SPM_SUSTAINED_MBS_CSV) with the interval that keeps
+ * under it.  Returns the number of warnings.
+ */
+int spm_plan_warnings(const struct spm_plan *p, double sclk_ghz, double sustained_mbs, char *buf,
+		      size_t len);
+
 /* The spmtap-layout v1 descriptor (a new reference), or NULL on ENOMEM. */
 struct json_t *spm_plan_layout(const struct spm_plan *plan);
 /* Same, as a malloc'd compact JSON string. */

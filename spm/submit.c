@@ -64,7 +64,8 @@ int spm_submitter_open(const struct spm_device *dev, const char *want, const str
 				snprintf(note, SPM_ERRLEN, "%s", why);
 			if (dropped) {
 				char label[96];
-				pr_warn("submit", "%s: counters are programmed through the %s submitter (%s)",
+				/* One line the user can act on; spmtap list and -v say more. */
+				pr_warn("submit", "%s: programming counters through %s (%s)",
 					spm_device_label(dev, label, sizeof(label)), table[i]->name, why);
 			}
 			return 0;

@@ -222,6 +222,45 @@ static void test_blocks(void)
 	CU_ASSERT_STRING_EQUAL(spm_segment_name(spm_counter_segment(c)), "global");
 }
 
+/*
+ * Peaks per cycle (catalog_peak.c): every streamable counter described as
+ * counting "cycles ..." of one unit has a peak of 1 (so it can never
+ * saturate 16 bits: 65504 < 65535), the L2 request counters 2, and counters
+ * of many units (waves, instructions) none.  Checked on both catalogs.
+ */
+static void test_peaks(void)
+{
+	enum spm_gfx gfx[] = { SPM_GFX_90A, SPM_GFX_942 };
+	for (size_t g = 0; g < 2; g++) {
+		const struct spm_catalog *cat;
+		CU_ASSERT_EQUAL_FATAL(spm_catalog_get(gfx[g], &cat, NULL, 0), 0);
+		for (size_t i = 0; i < spm_catalog_count(cat); i++) {
+			const struct spm_counter *c = spm_catalog_at(cat, i);
+			const char *why = NULL;
+			double pk = spm_counter_peak(c, &why);
+			CU_ASSERT_EQUAL(pk > 0, why != NULL);
+			bool cycles = !strncmp(c->desc, "cycles ", 7) || strstr(c->desc, "clock cycles") ||
+				      !strcmp(c->name, "TCP_GATE_EN1");
+			/* SQ_BUSY_CU_CYCLES counts quad-cycles over every CU of an SE: no single-unit bound */
+			if (cycles && spm_counter_streamable(c) && strcmp(c->name, "SQ_BUSY_CU_CYCLES") &&
+			    strcmp(c->name, "SQ_VALU_MFMA_BUSY_CYCLES") && strcmp(c->name, "SQ_LDS_BANK_CONFLICT")) {
+				if (pk != 1.0)
+					fprintf(stderr, "\n    %s: peak %g\n", c->name, pk);
+				CU_ASSERT_DOUBLE_EQUAL(pk, 1.0, 0);
+				CU_ASSERT_EQUAL(spm_saturation_safe_interval(pk, spm_counter_width(c), 32, 65504),
+						65504);
+			}
+		}
+		const struct spm_counter *c;
+		CU_ASSERT_EQUAL(spm_catalog_lookup(cat, "TCC_HIT", &c, NULL, 0), 0);
+		CU_ASSERT_DOUBLE_EQUAL(spm_counter_peak(c, NULL), 2.0, 0);
+		CU_ASSERT_EQUAL(spm_catalog_lookup(cat, "TCC_REQ", &c, NULL, 0), 0);
+		CU_ASSERT_DOUBLE_EQUAL(spm_counter_peak(c, NULL), 2.0, 0);
+		CU_ASSERT_EQUAL(spm_catalog_lookup(cat, "SQ_WAVES", &c, NULL, 0), 0);
+		CU_ASSERT_DOUBLE_EQUAL(spm_counter_peak(c, NULL), 0.0, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -231,6 +270,7 @@ int main(int argc, char **argv)
 		{ "catalog/suggestions", test_suggestions, NULL },
 		{ "catalog/iteration_sanity", test_iteration_and_sanity, NULL },
 		{ "catalog/blocks", test_blocks, NULL },
+		{ "catalog/peaks", test_peaks, NULL },
 		{ NULL, NULL, NULL },
 	};
 	return testenv_run_suite("catalog", cases, argc, argv);

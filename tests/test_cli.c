@@ -169,6 +169,116 @@ static void test_bad_global_options(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "Did you mean 'record'"));
 }
 
+/* Durations with units, as typed by habit (issue 14 item 10); a bare number is still seconds. */
+static void test_duration_units(void)
+{
+	static const struct {
+		const char *arg;
+		double lo, hi; /* the summary's seconds */
+	} ok[] = { { "500ms", 0.3, 3.0 }, { "0.4s", 0.3, 3.0 }, { "0.4", 0.3, 3.0 } };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		char args[256];
+		snprintf(args, sizeof(args), "record --emulate mi210 --spm SQ_WAVES -d units --duration %s",
+			 ok[i].arg);
+		int rc = spmtap(args);
+		CU_ASSERT_EQUAL(rc, 0);
+		const char *s = strstr(tf_peek(path("err")), "record: GPU 0: ");
+		CU_ASSERT_PTR_NOT_NULL(s);
+		double secs = s ? strtod(s + 15, NULL) : -1;
+		CU_ASSERT(secs > ok[i].lo && secs < ok[i].hi);
+		if (rc || !(secs > ok[i].lo && secs < ok[i].hi))
+			fprintf(stderr, "--duration %s: rc %d, %s", ok[i].arg, rc, tf_peek(path("err")));
+	}
+	/* Refused with an example of what works, before any device is opened. */
+	static const char *const bad[] = { "2 s", "-1s", "2parsecs", "0ms", "s" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char args[256];
+		snprintf(args, sizeof(args), "record --smi power_cur -d units --duration '%s'", bad[i]);
+		CU_ASSERT_EQUAL(spmtap(args), 64);
+		CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "500ms"));
+	}
+	/* The sensor period takes the same units (bare: ms, as before). */
+	CU_ASSERT_EQUAL(spmtap("record --emulate mi210 --spm SQ_WAVES -d units --duration 0.3s "
+			       "--smi-interval 0.01s"), 0);
+	CU_ASSERT_EQUAL(spmtap("record --smi power_cur -d units --smi-interval 10parsecs"), 64);
+}
+
+/* --interval as typed: 0 is reported as 0 (it was "1"), a time gets how to see the period. */
+static void test_interval_as_typed(void)
+{
+	static const char *const cmds[] = { "plan --spm SQ_WAVES --gfx gfx942 --interval %s",
+					    "record --spm SQ_WAVES -d iv --interval %s" };
+	for (size_t i = 0; i < 2; i++) {
+		char args[256];
+		snprintf(args, sizeof(args), cmds[i], "0");
+		CU_ASSERT_EQUAL(spmtap(args), 64);
+		const char *err = tf_peek(path("err"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "interval 0 SCLK cycles is out of range"));
+		CU_ASSERT_PTR_NULL(strstr(err, "KFD"));
+		if (!strstr(err, "interval 0 SCLK"))
+			fprintf(stderr, "%s", err);
+		snprintf(args, sizeof(args), cmds[i], "10us");
+		CU_ASSERT_EQUAL(spmtap(args), 64);
+		CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "counts SCLK cycles, not time"));
+	}
+	CU_ASSERT(!exists(path("iv")));
+}
+
+/*
+ * One exit status per kind of error across modes (docs/cli/spmtap.md): a
+ * counter request the planner refuses is 64 whether it comes from `plan`,
+ * the tick CSV, the session (-d), the raw container, with an application,
+ * or on every GPU.
+ */
+static void test_exit_status_planner(void)
+{
+	static const char *const modes[] = {
+		"plan --spm %s",
+		"record --spm %s -o t.csv --duration 0.3",
+		"record --spm %s -d st --duration 0.3",
+		"record --spm %s --raw -o t.spmraw --duration 0.3",
+		"record --spm %s -d st -- true",
+		"record --spm %s -d st --device all --duration 0.3",
+	};
+	static const char *const refused[] = { "NO_SUCH", "GRBM_GUI_ACTIVE", "SQ_WAVES,SQ_WAVES" };
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+		for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++) {
+			char cmd[256], args[300];
+			snprintf(cmd, sizeof(cmd), modes[m], refused[r]);
+			snprintf(args, sizeof(args), "--emulate mi210 %s", cmd);
+			int rc = spmtap(args);
+			CU_ASSERT_EQUAL(rc, 64);
+			if (rc != 64)
+				fprintf(stderr, "%s: exit %d: %s", cmd, rc, tf_peek(path("err")));
+		}
+}
+
+/*
+ * Third-party noise: ROCr's own "Agent creation failed" lines (an emulated
+ * MI300A, which Debian's ROCr 5.2.3 does not know) only with -v, and the
+ * submitter fallback in one short line.
+ */
+static void test_vendor_noise(void)
+{
+	CU_ASSERT_EQUAL(spmtap("--emulate mi300a record --spm SQ_WAVES -d noise --duration 0.2"), 0);
+	const char *err = tf_peek(path("err"));
+	CU_ASSERT_PTR_NULL(strstr(err, "Agent creation failed"));
+	const char *sub = strstr(err, "through hsakmt");
+	CU_ASSERT_PTR_NOT_NULL(sub);
+	/* It was 330 characters, with the library's path: now what the user can act on. */
+	const char *bol = sub;
+	while (bol > err && bol[-1] != '\n')
+		bol--;
+	const char *eol = strchr(sub, '\n');
+	size_t len = eol ? (size_t)(eol - bol) : strlen(bol);
+	CU_ASSERT(len <= 160);
+	CU_ASSERT_PTR_NULL(strstr(err, "/usr/lib"));
+	if (len > 160)
+		fprintf(stderr, "a %zu-character line: %.*s\n", len, (int)len, bol);
+	CU_ASSERT_EQUAL(spmtap("--emulate mi300a record -v --spm SQ_WAVES -d noise --duration 0.2"), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "Agent creation failed"));
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR");
@@ -185,6 +295,10 @@ int main(int argc, char **argv)
 		{ "app_args_untouched", test_app_args_untouched, need_emulator },
 		{ "emulate_verb_ignores_env", test_emulate_verb_ignores_env, need_emulator },
 		{ "bad_global_options", test_bad_global_options, NULL },
+		{ "duration_units", test_duration_units, need_emulator },
+		{ "interval_as_typed", test_interval_as_typed, NULL },
+		{ "exit_status_planner", test_exit_status_planner, need_emulator },
+		{ "vendor_noise", test_vendor_noise, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	int rc = testenv_run_suite("cli", cases, argc, argv);

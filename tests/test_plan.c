@@ -482,6 +482,91 @@ static void test_geometry_from_device(void)
 	CU_ASSERT_EQUAL(spm_geometry_from_device(&navi, &g, &gfx, err, sizeof(err)), -EOPNOTSUPP);
 }
 
+/*
+ * Issue 14 item 6: the plan predicts saturation from the catalog's peak and
+ * the slot width.  TCC_HIT (16 bits, at most 2 tag lookups per channel per
+ * cycle) is safe up to 32736 and saturates from the default 32768 on; a
+ * cycle counter never can (65504 < 65535); a counter without a peak is not
+ * predicted.  Before the fix plan/record said nothing at 32768.
+ */
+static void test_saturation_forecast(void)
+{
+	static const char *const names[] = { "TCC_HIT", "TCC_CYCLE", "SQ_WAVES", "TA_TOTAL_WAVEFRONTS[0]" };
+	struct spm_plan_sat sat[8];
+	char text[2048];
+
+	CU_ASSERT_EQUAL(spm_saturation_safe_interval(2, 16, 32, SPM_INTERVAL_MAX), 32736);
+	CU_ASSERT_EQUAL(spm_saturation_safe_interval(1, 16, 32, SPM_INTERVAL_MAX), SPM_INTERVAL_MAX);
+	CU_ASSERT_EQUAL(spm_saturation_safe_interval(1, 32, 32, SPM_INTERVAL_MAX), SPM_INTERVAL_MAX);
+	CU_ASSERT_EQUAL(spm_saturation_safe_interval(0, 16, 32, SPM_INTERVAL_MAX), 0);
+	/* 3 per cycle: 65534 / 3 = 21844.67 -> 21824 */
+	CU_ASSERT_EQUAL(spm_saturation_safe_interval(3, 16, 32, SPM_INTERVAL_MAX), 21824);
+
+	const char *gfx[] = { "gfx942", "gfx90a" };
+	for (size_t g = 0; g < 2; g++) {
+		struct spm_plan *p = plan_ok(gfx[g], 4, 10, names, N(names), 32768);
+		size_t n = spm_plan_saturation(p, sat, N(sat));
+		CU_ASSERT_EQUAL(n, 4);
+		CU_ASSERT_STRING_EQUAL(sat[0].ctr->name, "TCC_HIT");
+		CU_ASSERT_EQUAL(sat[0].width, 16);
+		CU_ASSERT_DOUBLE_EQUAL(sat[0].per_cycle, 2.0, 1e-12);
+		CU_ASSERT_EQUAL(sat[0].safe_interval, 32736);
+		CU_ASSERT_TRUE(sat[0].saturates);
+		CU_ASSERT_EQUAL(sat[1].safe_interval, SPM_INTERVAL_MAX);
+		CU_ASSERT_FALSE(sat[1].saturates);
+		CU_ASSERT_EQUAL(sat[2].safe_interval, 0); /* SQ_WAVES: no peak known */
+		CU_ASSERT_FALSE(sat[2].saturates);
+		CU_ASSERT_EQUAL(sat[3].safe_interval, 0);
+		CU_ASSERT_EQUAL(spm_plan_warnings(p, 2.1, 1e9, text, sizeof(text)), 1);
+		HAS(text, "TCC_HIT will saturate at interval 32768");
+		HAS(text, "--interval 32736 or shorter");
+		CU_ASSERT_PTR_NULL(strstr(text, "TCC_CYCLE"));
+		spm_plan_free(p);
+		/* one step shorter: nothing to say */
+		p = plan_ok(gfx[g], 4, 10, names, N(names), 32736);
+		spm_plan_saturation(p, sat, N(sat));
+		CU_ASSERT_FALSE(sat[0].saturates);
+		CU_ASSERT_EQUAL(spm_plan_warnings(p, 2.1, 1e9, text, sizeof(text)), 0);
+		CU_ASSERT_STRING_EQUAL(text, "");
+		spm_plan_free(p);
+	}
+}
+
+/*
+ * The data-rate warning: `plan --interval 32` on an MI300X (8 XCC, 384-byte
+ * samples at 2.1 GHz = 201,600 MB/s) said nothing before; now it names the
+ * estimate and the interval that keeps under it (the smallest multiple of 32
+ * whose rate is <= the estimate, checked here both ways).
+ */
+static void test_rate_warning(void)
+{
+	static const char *const names[] = { "SQ_WAVES", "SQ_CYCLES", "TCC_HIT" };
+	struct spm_plan_request req = {
+		.gfx = "gfx942", .geo = { .num_se = 4, .num_xcc = 8, .cus_per_se = 10 },
+		.counters = names, .ncounters = N(names), .interval = 32,
+	};
+	struct spm_plan *p = NULL;
+	char text[2048];
+	CU_ASSERT_EQUAL_FATAL(spm_plan_create(&req, &p, err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(spm_plan_mbs(p, 2.1), 201600.0, 0.5);
+	CU_ASSERT_EQUAL(spm_plan_warnings(p, 2.1, 0, text, sizeof(text)), 1);
+	HAS(text, "201600.0 MB/s");
+	HAS(text, "300 MB/s");
+	const char *iv = strstr(text, "--interval ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(iv);
+	uint32_t safe = (uint32_t)strtoul(iv + 11, NULL, 10);
+	spm_plan_free(p);
+	req.interval = safe;
+	CU_ASSERT_EQUAL_FATAL(spm_plan_create(&req, &p, err, sizeof(err)), 0);
+	CU_ASSERT(spm_plan_mbs(p, 2.1) <= SPM_SUSTAINED_MBS_CSV * (1 + 1e-9));
+	CU_ASSERT_PTR_NULL(strstr((spm_plan_warnings(p, 2.1, 0, text, sizeof(text)), text), "data rate"));
+	spm_plan_free(p);
+	req.interval = safe - 32;
+	CU_ASSERT_EQUAL_FATAL(spm_plan_create(&req, &p, err, sizeof(err)), 0);
+	CU_ASSERT(spm_plan_mbs(p, 2.1) > SPM_SUSTAINED_MBS_CSV);
+	spm_plan_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -497,6 +582,8 @@ int main(int argc, char **argv)
 		{ "plan/largest_request", test_largest_request, NULL },
 		{ "plan/layout_json", test_layout_json, NULL },
 		{ "plan/geometry_from_device", test_geometry_from_device, NULL },
+		{ "plan/saturation_forecast", test_saturation_forecast, NULL },
+		{ "plan/rate_warning", test_rate_warning, NULL },
 		{ NULL, NULL, NULL },
 	};
 	return testenv_run_suite("plan", cases, argc, argv);

@@ -88,6 +88,12 @@ int rec_load(const char *path, struct recording **out, char *err, size_t errlen)
 void rec_free(struct recording *r);
 /* The GPU of an spmtap index, or NULL. */
 const struct rec_gpu *rec_gpu(const struct recording *r, uint32_t index);
+/*
+ * Whether the recording asked for sensor readings (its metadata lists a
+ * sensor stream): then missing readings are the recording's fault, not a
+ * missing --smi.
+ */
+bool rec_smi_requested(const struct recording *r);
 /* Column k of a table by name, or -1. */
 int rec_col(const struct rec_table *t, const char *name);
 

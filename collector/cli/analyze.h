@@ -32,6 +32,7 @@ struct ana_args {
 	const char *metrics[ANA_MAX_DEFS]; /* --metrics FILE */
 	size_t nmetrics;
 	bool no_builtins;      /* --no-builtin-metrics */
+	bool accept_truncated; /* --accept-truncated (analyze-truth.h) */
 };
 
 struct ana_in {
@@ -43,6 +44,7 @@ struct ana_in {
 	/* Recording only: metric sets per r->gpu[] entry (NULL: no SPM) and the counters per phase. */
 	struct mx_set *mx[REC_MAX_GPUS];
 	struct pc_result *pc;
+	int truth_status;          /* ana_truth's: the exit status when all else went well */
 };
 
 /* Counters and metrics per phase of a recording's GPUs; 0 or an exit status (the message printed). */

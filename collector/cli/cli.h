@@ -64,6 +64,18 @@ extern const char cmd_emulate_usage[];
 
 /* "8M", "512k", "4096": bytes; -EINVAL on anything else. */
 int cli_parse_size(const char *s, uint64_t *out);
+/*
+ * A time with an optional unit: ns, us (or µs), ms, s, m/min, h; a bare
+ * number is in units of bare_ns (1e9: seconds).  0 with *ns set, or -1 for
+ * anything else (negative, no number, an unknown unit).
+ */
+int cli_parse_time(const char *s, double bare_ns, double *ns);
+/*
+ * --interval as typed: SCLK cycles within the hardware's range (a time with a
+ * unit is refused with how to see the period).  EXIT_OK, or EXIT_USAGE after
+ * printing "spmtap CMD: --interval ...".
+ */
+int cli_parse_interval(const char *cmd, const char *s, uint32_t *out);
 
 /*
  * Discovery plus the GPU and backend a command works on.  devs is malloc'd;

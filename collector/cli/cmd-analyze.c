@@ -25,6 +25,7 @@
 #include "collector/analysis/report.h"
 #include "collector/analysis/sensor_trace.h"
 #include "collector/cli/analyze.h"
+#include "collector/cli/analyze-truth.h"
 #include "collector/cli/cli.h"
 
 const char cmd_characterize_usage[] =
@@ -35,17 +36,22 @@ const char cmd_characterize_usage[] =
 	"wave of `load` and `idle` phases: update interval, levels, delay, 10-90 %\n"
 	"rise, 90-10 % fall and aliasing (docs/cli/spmtap-characterize.md).\n"
 	"\n"
-	"  RECORDING         a recording (record -d DIR -f csv): its power and energy\n"
-	"                    series and its phases (DIR, DIR/NAME or NAME_meta.json)\n"
+	"  RECORDING         a recording (record -d DIR -f csv or -f sqlite): its power\n"
+	"                    and energy series and its phases (DIR, DIR/NAME,\n"
+	"                    NAME_meta.json or NAME.db)\n"
 	"  --trace T.csv     spmtap-sensor-trace v1: time_ns,NAME[J],NAME[W],NAME[ts_ns]\n"
 	"                    (docs/formats/sensor-trace.md)\n"
 	"  --phases P.csv    start_ns,end_ns,name; with RECORDING, instead of its own\n"
 	"  --json OUT.json   write the results as JSON; - for standard output (then\n"
 	"                    no table is printed)\n"
+	ANA_ACCEPT_USAGE
 	"\n"
+	"What RECORDING's files hold against its metadata is noted on standard\n"
+	"error first (docs/analysis.md).\n"
 	"A table of the results goes to standard output.\n"
 	"Exit status: 0 done; 1 bad input (the message names file and line) or an\n"
-	"output error; 64 bad command line.\n";
+	"output error; 64 bad command line; 65 the recording is truncated or\n"
+	"disagrees with its metadata (results of what is there are still written).\n";
 
 const char cmd_report_usage[] =
 	"usage: spmtap report --trace T.csv --phases P.csv [--json OUT.json] [--html OUT.html]\n"
@@ -59,8 +65,9 @@ const char cmd_report_usage[] =
 	"With a RECORDING, also each GPU's energy, SPM counter totals and mean\n"
 	"rates, and derived metrics per phase (docs/metrics.md).\n"
 	"\n"
-	"  RECORDING         a recording (record -d DIR -f csv): its sensor series,\n"
-	"                    counters and phases (DIR, DIR/NAME or NAME_meta.json)\n"
+	"  RECORDING         a recording (record -d DIR -f csv or -f sqlite): its sensor\n"
+	"                    series, counters and phases (DIR, DIR/NAME, NAME_meta.json\n"
+	"                    or NAME.db)\n"
 	"  --trace T.csv     spmtap-sensor-trace v1: time_ns,NAME[J],NAME[W],NAME[ts_ns]\n"
 	"                    (docs/formats/sensor-trace.md)\n"
 	"  --phases P.csv    start_ns,end_ns,name; with RECORDING, instead of its own\n"
@@ -71,16 +78,21 @@ const char cmd_report_usage[] =
 	"  --metric NAME=EXPR  a derived metric over the counters (repeatable)\n"
 	"  --metrics FILE    metric definitions, one NAME = EXPR per line (repeatable)\n"
 	"  --no-builtin-metrics  only the metrics given, not the built-in set\n"
+	ANA_ACCEPT_USAGE
 	"\n"
+	"What RECORDING's files hold against its metadata is noted on standard\n"
+	"error first (docs/analysis.md).\n"
 	"Tables of the characterisation, the phases and (RECORDING) the counters\n"
 	"and metrics go to standard output.\n"
 	"Exit status: 0 done; 1 bad input (the message names file and line, or the\n"
-	"metric and column) or an output error; 64 bad command line.\n";
+	"metric and column) or an output error; 64 bad command line; 65 the\n"
+	"recording is truncated or disagrees with its metadata (results of what is\n"
+	"there are still written).\n";
 
 /* -1: go on; otherwise the exit status (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
 {
-	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN };
+	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT };
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "phases", required_argument, NULL, O_PHASES },
@@ -89,6 +101,7 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		{ "metric", required_argument, NULL, O_METRIC },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "no-builtin-metrics", no_argument, NULL, O_NOBUILTIN },
+		{ ANA_ACCEPT_OPTION, no_argument, NULL, O_ACCEPT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -117,6 +130,7 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 			break;
 		}
 		case O_NOBUILTIN: a->no_builtins = true; report_only = true; break;
+		case O_ACCEPT: a->accept_truncated = true; break;
 		case 'h':
 			fputs(usage, stdout);
 			return EXIT_OK;
@@ -175,8 +189,14 @@ static int recording_trace(const char *cmd, struct ana_in *in)
 	char err[512];
 	int rc = rec_trace(in->rec, &in->tr, err, sizeof(err));
 	if (rc == -ENOENT) {
-		fprintf(stderr, "spmtap %s: note: %s has no power or energy series (record with --smi power,energy)\n",
-			cmd, in->rec->base);
+		/* not the user's doing when the recording asked for sensors (a killed run, a cut file) */
+		if (rec_smi_requested(in->rec))
+			fprintf(stderr, "spmtap %s: note: %s holds no power or energy readings although the recording "
+				"asked for them%s\n", cmd, in->rec->base,
+				in->rec->truth.nnotes ? " (see the notes above)" : "");
+		else
+			fprintf(stderr, "spmtap %s: note: %s has no power or energy series (record with --smi "
+				"power,energy)\n", cmd, in->rec->base);
 		rc = sa_trace_new(&in->tr, err, sizeof(err));
 	}
 	if (rc) {
@@ -239,7 +259,10 @@ static int load_inputs(const char *cmd, const struct ana_args *a, struct ana_in 
 	int rc = 0;
 	if (a->recording) {
 		rc = rec_load(a->recording, &in->rec, err, sizeof(err));
+		if (rc)
+			return ana_load_failed(cmd, rc, err);
 		if (!rc) {
+			in->truth_status = ana_truth(cmd, in->rec, a->accept_truncated);
 			in->what = in->rec->base;
 			if (recording_trace(cmd, in) != EXIT_OK) {
 				inputs_free(in);
@@ -362,7 +385,8 @@ static int run_characterize(const char *cmd, const struct ana_args *a, struct an
 	}
 	int rc = EXIT_OK;
 	if (a->json) {
-		if (sa_characterization_json(c, &j, err, sizeof(err))) {
+		if (sa_characterization_json(c, &j, err, sizeof(err)) ||
+		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec)))) {
 			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 			rc = EXIT_FAIL;
 		} else {
@@ -389,7 +413,8 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 	}
 	int rc = in->rec ? ana_counters_compute(cmd, a, in) : EXIT_OK;
 	if (!rc && a->json) {
-		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err)))) {
+		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err))) ||
+		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec)))) {
 			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 			rc = EXIT_FAIL;
 		} else {
@@ -427,6 +452,8 @@ static int analyze(int argc, char **argv, const char *usage, bool report)
 	if (rc)
 		return rc;
 	rc = report ? run_report(argv[0], &a, &in) : run_characterize(argv[0], &a, &in);
+	if (!rc)
+		rc = in.truth_status;
 	inputs_free(&in);
 	return rc;
 }

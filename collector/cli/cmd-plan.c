@@ -107,7 +107,6 @@ int cmd_plan(int argc, char **argv)
 	int c, st = EXIT_OK;
 	optind = 1;
 	while (st == EXIT_OK && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case O_SPM: {
 			size_t old = names ? strlen(names) : 0;
@@ -122,16 +121,9 @@ int cmd_plan(int argc, char **argv)
 			names = s;
 			break;
 		}
-		case O_INTERVAL: {
-			errno = 0;
-			unsigned long n = strtoul(optarg, &end, 0);
-			if (end == optarg || *end || errno || optarg[0] == '-' || n > UINT32_MAX) {
-				fprintf(stderr, "spmtap plan: --interval %s: expected SCLK cycles\n", optarg);
-				st = EXIT_USAGE;
-			}
-			interval = n ? (uint32_t)n : 1;
+		case O_INTERVAL:
+			st = cli_parse_interval("plan", optarg, &interval);
 			break;
-		}
 		case O_GFX: gfx = optarg; break;
 		case O_DEVICE: device = optarg; break;
 		case O_LAYOUT: layout_out = optarg; break;
@@ -203,6 +195,14 @@ int cmd_plan(int argc, char **argv)
 		st = cli_make_plan("plan", gfx_name, &geo, list, n, interval, &p);
 	if (st == EXIT_OK) {
 		print_plan(p, target, cli_sclk_ghz(family));
+		/* Said before any run: saturation the catalog can predict, a rate above the estimate. */
+		char warn[4096];
+		if (spm_plan_warnings(p, cli_sclk_ghz(family), 0, warn, sizeof(warn))) {
+			fflush(stdout);
+			for (char *save = NULL, *l = strtok_r(warn, "\n", &save); l;
+			     l = strtok_r(NULL, "\n", &save))
+				fprintf(stderr, "spmtap plan: warning: %s\n", l);
+		}
 		if (layout_out) {
 			char *text = spm_plan_layout_dumps(p);
 			FILE *f = text ? fopen(layout_out, "we") : NULL;

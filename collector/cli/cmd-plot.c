@@ -14,13 +14,14 @@
 #include "collector/analysis/phase_counters.h"
 #include "collector/analysis/recording.h"
 #include "collector/analysis/report.h"
+#include "collector/cli/analyze-truth.h"
 #include "collector/cli/cli.h"
 #include "log.h"
 
 const char cmd_plot_usage[] =
 	"usage: spmtap plot RECORDING -o FILE.{svg,png,pdf} [--phase NAME]... [--size WxH]\n"
 	"\n"
-	"Draw a recording (record -d DIR -f csv): one figure per GPU with its SPM\n"
+	"Draw a recording (record -d DIR -f csv or sqlite): one figure per GPU, SPM\n"
 	"counters as rates (per ms, summed over the XCCs), each in its own panel,\n"
 	"and its power below (derived from the energy counter, and as the sensors\n"
 	"report it) on one time axis; the phases shaded and each power signal's\n"
@@ -34,9 +35,14 @@ const char cmd_plot_usage[] =
 	"                      it every phase but those named idle is shaded, up\n"
 	"                      to 200\n"
 	"  --size WxH          canvas size in px (default 1200 wide, 240 per panel)\n"
+	ANA_ACCEPT_USAGE
 	"\n"
+	"RECORDING is a CSV or SQLite recording (record -f csv or -f sqlite): DIR,\n"
+	"DIR/NAME, NAME_meta.json or NAME.db; what its files hold against its\n"
+	"metadata is noted on standard error first.\n"
 	"Exit status: 0 drawn; 1 unreadable recording, nothing to draw, or an\n"
-	"output error; 64 bad command line.\n";
+	"output error; 64 bad command line; 65 the recording is truncated or\n"
+	"disagrees with its metadata (what is there is still drawn).\n";
 
 const char cmd_export_usage[] =
 	"usage: spmtap export --sensor-trace OUT.csv RECORDING\n"
@@ -53,11 +59,15 @@ const char cmd_export_usage[] =
 	"gpu,host_ns,<metrics>: the built-ins the recording's counters allow and\n"
 	"those given; a missing value is an empty cell.\n"
 	"\n"
-	"RECORDING is a directory holding one recording (record -d DIR -f csv),\n"
-	"DIR/NAME, or DIR/NAME_meta.json.  OUT.csv `-` is standard output.\n"
+	"RECORDING is a directory holding one recording (record -d DIR -f csv or\n"
+	"-f sqlite), DIR/NAME, DIR/NAME_meta.json or DIR/NAME.db; what its files\n"
+	"hold against its metadata is noted on standard error first.  OUT.csv `-`\n"
+	"is standard output.\n"
+	ANA_ACCEPT_USAGE
 	"\n"
 	"Exit status: 0 written; 1 unreadable recording, a metric that does not\n"
-	"compile, or an output error; 64 bad command line.\n";
+	"compile, or an output error; 64 bad command line; 65 the recording is\n"
+	"truncated or disagrees with its metadata (what is there is still written).\n";
 
 /* FILE.ext -> FILE-gpuN.ext for the figures of a recording with several GPUs. */
 static void per_gpu_path(const char *out, uint32_t gpu, char *buf, size_t len)
@@ -91,17 +101,20 @@ int cmd_plot(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "phase", required_argument, NULL, 'p' },
 		{ "size", required_argument, NULL, 's' },
+		{ ANA_ACCEPT_OPTION, no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL;
 	const char *phase[64];
 	struct fig_opts fo = { .phase = phase };
+	bool accept = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case 'A': accept = true; break;
 		case 'p':
 			if (fo.nphase == 64) {
 				fputs("spmtap plot: --phase: at most 64\n", stderr);
@@ -130,10 +143,10 @@ int cmd_plot(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct recording *r;
-	if (rec_load(argv[optind], &r, err, sizeof(err)) < 0) {
-		fprintf(stderr, "spmtap plot: %s\n", err);
-		return EXIT_FAIL;
-	}
+	int lrc = rec_load(argv[optind], &r, err, sizeof(err));
+	if (lrc < 0)
+		return ana_load_failed("plot", lrc, err);
+	int truth = ana_truth("plot", r, accept);
 	struct sa_trace *tr;
 	struct sa_report *rep;
 	int st = EXIT_OK;
@@ -166,7 +179,7 @@ int cmd_plot(int argc, char **argv)
 	sa_report_free(rep);
 	sa_trace_free(tr);
 	rec_free(r);
-	return st;
+	return st == EXIT_OK ? truth : st;
 }
 
 /* Every GPU's metrics, sample by sample, as CSV: gpu,host_ns,<metric>... (one header per GPU's set). */
@@ -233,17 +246,19 @@ static int write_metric_series(const struct recording *r, const char *const *def
 
 int cmd_export(int argc, char **argv)
 {
-	enum { O_TRACE = 't', O_SERIES = 256, O_METRIC, O_METRICS, O_NOBUILTIN };
+	enum { O_TRACE = 't', O_SERIES = 256, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT };
 	static const struct option opts[] = {
 		{ "sensor-trace", required_argument, NULL, O_TRACE },
 		{ "metric-series", required_argument, NULL, O_SERIES },
 		{ "metric", required_argument, NULL, O_METRIC },
 		{ "metrics", required_argument, NULL, O_METRICS },
 		{ "no-builtin-metrics", no_argument, NULL, O_NOBUILTIN },
+		{ ANA_ACCEPT_OPTION, no_argument, NULL, O_ACCEPT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL, *series = NULL;
+	bool accept = false;
 	const char *defs[64], *files[64];
 	size_t ndefs = 0, nfiles = 0;
 	bool no_builtins = false;
@@ -265,6 +280,7 @@ int cmd_export(int argc, char **argv)
 				files[nfiles++] = optarg;
 			break;
 		case O_NOBUILTIN: no_builtins = true; break;
+		case O_ACCEPT: accept = true; break;
 		case 'h': fputs(cmd_export_usage, stdout); return EXIT_OK;
 		default: fputs(cmd_export_usage, stderr); return EXIT_USAGE;
 		}
@@ -275,10 +291,10 @@ int cmd_export(int argc, char **argv)
 	}
 	struct recording *r;
 	char err[1024];
-	if (rec_load(argv[optind], &r, err, sizeof(err)) < 0) {
-		fprintf(stderr, "spmtap export: %s\n", err);
-		return EXIT_FAIL;
-	}
+	int lrc = rec_load(argv[optind], &r, err, sizeof(err));
+	if (lrc < 0)
+		return ana_load_failed("export", lrc, err);
+	int truth = ana_truth("export", r, accept);
 	int rc = out ? rec_sensor_trace_write(r, out, err, sizeof(err))
 		     : write_metric_series(r, defs, ndefs, files, nfiles, no_builtins, series, err, sizeof(err));
 	rec_free(r);
@@ -286,5 +302,5 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "spmtap export: %s\n", err);
 		return EXIT_FAIL;
 	}
-	return EXIT_OK;
+	return truth;
 }

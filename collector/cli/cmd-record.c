@@ -63,8 +63,8 @@ const char cmd_record_usage[] =
 	"                         container (replaced if it exists)\n"
 	"  --raw                  write the raw container (docs/raw-format.md) instead\n"
 	"                         of CSV; `spmtap decode` turns it into the same CSV\n"
-	"  --duration SEC         stop after SEC seconds (default: until a signal or the\n"
-	"                         app's exit)\n"
+	"  --duration T           stop after T: 2s, 500ms, 1m (bare: seconds; default:\n"
+	"                         until a signal or the app's exit)\n"
 	"  --device D             GPU: index (0), gpu_id (0x1234) or gpu_id:0x1234\n"
 	"  --spm-backend NAME     hsakmt, kfd or hsa (default: the first usable)\n"
 	"  --submitter NAME       how the counter program reaches the GPU: rocr (a ROCr\n"
@@ -179,15 +179,13 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		case O_SMI: o->smi = optarg; break;
 		case O_SMI_OFFSET: o->smi_offset = optarg; break;
 		case O_SMI_INTERVAL: {
-			double v = strtod(optarg, &end);
-			double mul = !strcmp(end, "ms") ? 1e6 : !strcmp(end, "us") ? 1e3 :
-				     !strcmp(end, "s") ? 1e9 : !*end ? 1e6 : 0; /* bare: ms */
-			if (end == optarg || !mul || !(v * mul >= 1e6)) {
+			double ns;
+			if (cli_parse_time(optarg, 1e6, &ns) < 0 || ns < 1e6) { /* bare: ms, as before */
 				fprintf(stderr, "spmtap record: --smi-interval %s: expected >= 1ms (e.g. 1ms, 10ms)\n",
 					optarg);
 				return EXIT_USAGE;
 			}
-			o->smi_interval_ns = (uint64_t)(v * mul);
+			o->smi_interval_ns = (uint64_t)ns;
 			break;
 		}
 		case O_SPM_CLOCK:
@@ -208,13 +206,16 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			o->dir = optarg;
 			break;
 		}
-		case O_DURATION:
-			o->duration = strtod(optarg, &end);
-			if (end == optarg || *end || !isfinite(o->duration) || o->duration <= 0) {
-				fprintf(stderr, "spmtap record: --duration %s: expected seconds > 0\n", optarg);
+		case O_DURATION: {
+			double ns;
+			if (cli_parse_time(optarg, 1e9, &ns) < 0 || !(ns > 0)) {
+				fprintf(stderr, "spmtap record: --duration %s: expected a time > 0 "
+						"(seconds, or with a unit: 2s, 500ms, 1m)\n", optarg);
 				return EXIT_USAGE;
 			}
+			o->duration = ns / 1e9;
 			break;
+		}
 		case O_DEVICE: o->device = optarg; break;
 		case O_BACKEND: o->backend = optarg; break;
 		case O_PHASES:
@@ -268,19 +269,10 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 				return EXIT_FAIL;
 			}
 			break;
-		case O_INTERVAL: {
-			errno = 0;
-			unsigned long n = strtoul(optarg, &end, 0);
-			if (end == optarg || *end || errno || optarg[0] == '-' || n > UINT32_MAX) {
-				fprintf(stderr, "spmtap record: --interval %s: expected SCLK cycles, "
-						"%u..%u in steps of %u\n", optarg, SPM_INTERVAL_MIN,
-					SPM_INTERVAL_MAX, SPM_INTERVAL_STEP);
+		case O_INTERVAL:
+			if (cli_parse_interval("record", optarg, &o->interval) != EXIT_OK)
 				return EXIT_USAGE;
-			}
-			/* 0 would mean "default" to the planner; a user who typed 0 meant 0. */
-			o->interval = n ? (uint32_t)n : 1;
 			break;
-		}
 		case O_PER_SE: o->per_se = true; break;
 		case O_PER_INSTANCE: o->per_instance = true; break;
 		default:

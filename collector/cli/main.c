@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collector/cli/cli.h"
+#include "spm/hsa_lib.h"
 #include "collector/cli/cmd-decode.h"
 #include "spm/catalog.h"
 #include "spmtap.h"
@@ -48,7 +49,7 @@ static const struct cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: spmtap [--emulate PROFILE] [--version] [--help] COMMAND [ARGS]\n"
+	fprintf(f, "usage: spmtap [--emulate PROFILE] [-v] [--version] [--help] COMMAND [ARGS]\n"
 		   "       spmtap COMMAND [ARGS] [--emulate PROFILE]\n\n"
 		   "Stream AMD GPU SPM (RLC Streaming Performance Monitor) counters.\n\n"
 		   "Commands:\n");
@@ -58,6 +59,8 @@ static void usage(FILE *f)
 		   "  --emulate PROFILE  run against the emulated device (e.g. mi300a, mi210,\n"
 		   "                     mi250x:2, mi300a,mi210); before or after COMMAND;\n"
 		   "                     also SPMTAP_EMULATE=PROFILE\n"
+		   "  -v, --verbose      more detail (-vv: debug), including what vendor\n"
+		   "                     libraries print (ROCr); also SPMTAP_LOG_LEVEL\n"
 		   "  --version          print the version and exit\n"
 		   "  -h, --help         this text\n\n"
 		   "`spmtap help COMMAND` or `spmtap COMMAND --help` describes a command.\n");
@@ -127,7 +130,7 @@ static int cmd_version(int argc, char **argv)
  * ...`), and removed, so the command's own parser never sees them.  Returns
  * the new argc, or -1 after printing why (*exit_now set to the status).
  */
-static int take_globals(int argc, char **argv, const char **emulate, int *exit_now)
+static int take_globals(int argc, char **argv, const char **emulate, int *verbose, int *exit_now)
 {
 	int n = 1;
 	bool verb = false;
@@ -153,6 +156,13 @@ static int take_globals(int argc, char **argv, const char **emulate, int *exit_n
 		}
 		if (!strncmp(a, "--emulate=", 10)) {
 			*emulate = a + 10;
+			continue;
+		}
+		/* -v / -vv / --verbose anywhere before "--": our info and debug lines, and the
+		 * vendor libraries' own output (ROCr's stderr), which is otherwise kept quiet. */
+		if (!strcmp(a, "--verbose") || (a[0] == '-' && a[1] == 'v' && strspn(a + 1, "v") == strlen(a + 1))) {
+			int lv = a[1] == '-' ? 1 : (int)strlen(a + 1);
+			*verbose += lv;
 			continue;
 		}
 		if (!verb) {
@@ -182,8 +192,13 @@ static int take_globals(int argc, char **argv, const char **emulate, int *exit_n
 int main(int argc, char **argv)
 {
 	const char *emulate_typed = NULL;
-	int exit_now;
-	argc = take_globals(argc, argv, &emulate_typed, &exit_now);
+	int exit_now, verbose = 0;
+	argc = take_globals(argc, argv, &emulate_typed, &verbose, &exit_now);
+	if (verbose > 0)
+		/* In the environment, so the emulated child and its tools see it too. */
+		setenv("SPMTAP_LOG_LEVEL", verbose > 1 ? "debug" : "info", 1);
+	/* ROCr's own "Agent creation failed" lines: logged at info (-v), not on every command. */
+	spm_hsa_capture_init_stderr(true);
 	const char *emulate = emulate_typed ? emulate_typed : getenv("SPMTAP_EMULATE");
 	if (argc < 0)
 		return exit_now;

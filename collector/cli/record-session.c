@@ -107,9 +107,13 @@ static void status_line(struct session *S, bool tty, bool final)
 		return;
 	struct session_progress p;
 	session_progress(S, &p);
+	/* The lost count is the decoder's (the final rule): while the queue is full the decoder
+	 * waits, the kernel drops, and the count can only grow when it resumes: say so. */
+	bool full = p.queue_depth >= SESSION_QUEUE_DEFAULT; /* record leaves queue_chunks 0 */
 	fprintf(stderr, "\r\033[Kspmtap record: %6.1f s  %8.1f MB/s  %" PRIu64 " samples  %" PRIu64
-		" lost  %" PRIu64 " sensor samples  queue %u%s", p.seconds,
+		"%s lost%s  %" PRIu64 " sensor samples  queue %u%s", p.seconds,
 		p.seconds > 0 ? (double)p.bytes / p.seconds / 1e6 : 0.0, p.samples, p.lost_samples,
+		full ? "+" : "", full ? " (queue full: the writer is behind, samples are being lost)" : "",
 		p.smi_samples, p.queue_depth, final ? "\n" : "");
 }
 
@@ -128,16 +132,22 @@ static void summary(struct session *S, double secs)
 			pre += st.xcc[x].prestart_bytes;
 			trail += st.xcc[x].trailing_bytes;
 		}
+		/* the timebase's worst-case error (docs/timebase.md "Error bound"), not the fit's residual */
+		char tbw[64];
+		if (st.tb_pairs >= 2)
+			snprintf(tbw, sizeof(tbw), "times within %.0f ns (worst-case bound)", st.tb_bound_ns);
+		else
+			snprintf(tbw, sizeof(tbw), "too few to map times");
 		fprintf(stderr, "spmtap record: GPU %u: %.2f s, %" PRIu64 " bytes (%.1f MB/s), %" PRIu64
-			" samples from %u XCC stream(s); %" PRIu64 " sensor samples; timebase %u pairs, "
-			"residual rms %.0f ns max %.0f ns, %.2f ppm\n", st.gpu, secs, bytes,
+			" samples from %u XCC stream(s); %" PRIu64 " sensor samples; timebase %u pairs ("
+			"%u rejected as disturbed), %s, %.2f ppm\n", st.gpu, secs, bytes,
 			secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
-			st.tb_pairs, st.tb_rms_ns, st.tb_max_ns, st.tb_ppm);
+			st.tb_pairs, st.tb_rejected, tbw, st.tb_ppm);
+		rec_summary_gpu(S, i, secs);
 		if (gap || resync || flags)
-			fprintf(stderr, "spmtap record: WARNING: GPU %u: DATA LOSS: ~%" PRIu64
-				" samples lost (timestamp gaps), %" PRIu64 " bytes dropped at resync, %" PRIu64
-				" region(s) flagged by the kernel, %" PRIu64 " overrun poll(s)\n", st.gpu,
-				gap, resync, flags, st.overrun_polls);
+			pr_info("record", "GPU %u: ~%" PRIu64 " samples lost (timestamp gaps), %" PRIu64
+				" bytes dropped at resync, %" PRIu64 " region(s) flagged by the kernel, %" PRIu64
+				" overrun poll(s)", st.gpu, gap, resync, flags, st.overrun_polls);
 		pr_info("record", "GPU %u: %" PRIu64 " bytes before the first sample, %" PRIu64
 			" trailing, %" PRIu64 " pre-program bytes (first buffer)", st.gpu, pre, trail,
 			st.first_buffer_bytes);

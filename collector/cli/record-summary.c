@@ -11,6 +11,150 @@
 
 #include "collector/cli/record.h"
 #include "log.h"
+#include "spm/plan.h"
+
+/* A full output queue for 5 % of the run (at least 0.1 s) means the writer was the bottleneck. */
+static uint64_t writer_behind_ns(double secs)
+{
+	uint64_t share = (uint64_t)(secs * 0.05e9);
+	return share > 100000000u ? share : 100000000u;
+}
+
+/*
+ * The one-line verdict: "lossless", or how many samples were lost, why
+ * (the kind of loss the accounting shows), and what to change.  The count
+ * is the decoder's (timestamp gaps), the same rule as the live line.
+ */
+static void verdict(const char *who, const struct session_gpu_stats *st, double secs)
+{
+	uint64_t samples = 0, lost = 0, flags = 0, resync = 0;
+	for (uint32_t k = 0; k < st->nxcc; k++) {
+		samples += st->xcc[k].samples;
+		lost += st->xcc[k].gap_samples;
+		flags += st->xcc[k].loss_flags;
+		resync += st->xcc[k].resync_bytes;
+	}
+	if (!samples && !lost) {
+		/* Nothing decoded is no proof of nothing lost: say what is known. */
+		fprintf(stderr, "spmtap record: WARNING: %sno SPM sample was recorded\n", who);
+		return;
+	}
+	if (!lost && !resync) {
+		fprintf(stderr, "spmtap record: %slossless: %" PRIu64 " samples, none missing\n", who, samples);
+		/* Gen B flags a region that filled while its ring kept the data: not a loss. */
+		if (flags)
+			pr_info("record", "%skernel flagged %" PRIu64 " region(s), nothing missing", who, flags);
+		return;
+	}
+	double pct = samples + lost ? 100.0 * (double)lost / (double)(samples + lost) : 0.0;
+	char why[256], fix[256];
+	if (st->overrun_polls && st->sink_wait_ns >= writer_behind_ns(secs)) {
+		snprintf(why, sizeof(why), "the writer fell behind (output queue full for %.1f s, %" PRIu64
+			 " poll(s) found no free buffer, so the kernel dropped what it could not hold)",
+			 (double)st->sink_wait_ns / 1e9, st->overrun_polls);
+		snprintf(fix, sizeof(fix), "a faster disk, fewer -f formats (csv alone is the cheapest, "
+			 "sqlite the dearest), a longer --interval or fewer counters");
+	} else if (st->overrun_polls) {
+		snprintf(why, sizeof(why), "the decoder fell behind (%" PRIu64 " of %" PRIu64 " polls found no "
+			 "free buffer, so the kernel dropped what it could not hold)", st->overrun_polls,
+			 st->polls);
+		snprintf(fix, sizeof(fix), "a longer --interval, fewer counters, or more --buffers");
+	} else if (lost) {
+		snprintf(why, sizeof(why), "the kernel could not hold the data between two polls (%" PRIu64
+			 " region(s) flagged; a free buffer was always ready)", flags);
+		snprintf(fix, sizeof(fix), "a longer --interval or fewer counters (a lower data rate), "
+			 "a larger --buffer-size, or a less loaded CPU (the poll thread ran late)");
+	} else {
+		snprintf(why, sizeof(why), "%" PRIu64 " bytes of cut samples were dropped at resync", resync);
+		snprintf(fix, sizeof(fix), "a longer --interval or fewer counters");
+	}
+	fprintf(stderr, "spmtap record: WARNING: %sDATA LOSS: lost %" PRIu64 " of %" PRIu64
+		" samples (%.1f %%) because %s; try %s\n", who, lost, samples + lost, pct, why, fix);
+}
+
+/* "TCC_HIT[3]" and "SQ_WAVES[se1]" are cells of TCC_HIT and SQ_WAVES. */
+static const struct spm_counter *column_counter(const struct spm_plan *p, const char *col)
+{
+	char base[96];
+	snprintf(base, sizeof(base), "%s", col);
+	base[strcspn(base, "[")] = 0;
+	const struct spm_counter *c = NULL;
+	if (p && spm_catalog_lookup(p->cat, base, &c, NULL, 0) < 0)
+		return NULL;
+	return c;
+}
+
+/*
+ * Saturated cells per counter, and the interval that would have avoided
+ * them: the catalog's peak where it has one; otherwise estimated from the
+ * observed values (decode_thread.c, dthr_saturation_interval).
+ */
+static void saturation(struct session *S, size_t i, const char *who, const struct session_gpu_stats *st)
+{
+	uint64_t rows = 0;
+	for (uint32_t x = 0; x < st->nxcc; x++)
+		rows += st->xcc[x].samples;
+	uint64_t n;
+	const char *name;
+	for (uint32_t c = 0; (name = session_gpu_column(S, i, c, 0, &n)); c++) {
+		uint64_t cells = n;
+		for (uint32_t x = 1; x < st->nxcc; x++) {
+			session_gpu_column(S, i, c, x, &n);
+			cells += n;
+		}
+		if (!cells)
+			continue;
+		const struct spm_counter *ctr = column_counter(st->plan, name);
+		unsigned int width = ctr ? spm_counter_width(ctr) : 16;
+		const char *pwhy = NULL;
+		double peak = ctr ? spm_counter_peak(ctr, &pwhy) : 0;
+		uint32_t iv = st->interval, safe;
+		char advice[320];
+		if (peak > 0) {
+			safe = spm_saturation_safe_interval(peak, width, SPM_INTERVAL_STEP, SPM_INTERVAL_MAX);
+			snprintf(advice, sizeof(advice), "%s; --interval %u or shorter avoids it", pwhy, safe);
+		} else {
+			char base[96];
+			snprintf(base, sizeof(base), "%s", name);
+			base[strcspn(base, "[")] = 0;
+			double limit = width >= 32 ? 4294967295.0 : (double)((1u << width) - 1u);
+			safe = session_gpu_saturation_interval(S, i, base);
+			const char *how = "from the observed values: the top of their distribution mirrored "
+					  "above the limit";
+			if (!safe) {
+				/* Not observed (a 32-bit counter): 25 % headroom over the limit reached. */
+				safe = (uint32_t)((double)iv / 1.25);
+				safe -= safe % SPM_INTERVAL_STEP;
+				how = "25 % headroom over the limit reached";
+			}
+			if (safe < SPM_INTERVAL_MIN)
+				safe = SPM_INTERVAL_MIN;
+			snprintf(advice, sizeof(advice), "a %u-bit slot reached %.0f per sample at interval %u "
+				 "(%.2f or more per cycle, the true count unknown); --interval %u or shorter "
+				 "should avoid it (%s)", width, limit, iv, limit / iv, safe, how);
+		}
+		fprintf(stderr, "spmtap record: WARNING: %s%s saturated in %" PRIu64 " of %" PRIu64
+			" cells (%.1f %%, empty in the outputs): %s\n", who, name, cells, rows,
+			rows ? 100.0 * (double)cells / (double)rows : 0.0, advice);
+	}
+}
+
+void rec_summary_gpu(struct session *S, size_t i, double secs)
+{
+	struct session_gpu_stats st;
+	if (session_gpu_stats(S, i, &st) < 0)
+		return;
+	char who[32];
+	snprintf(who, sizeof(who), "GPU %u: ", st.gpu);
+	if (st.sample_size)
+		verdict(who, &st, secs);
+	saturation(S, i, who, &st);
+	uint64_t deadlines = st.smi_samples + st.smi_missed;
+	if (st.smi_missed)
+		fprintf(stderr, "spmtap record: %s%" PRIu64 " of %" PRIu64 " sensor deadlines missed (%.1f %%): "
+			"a read overran its period; a longer --smi-interval or fewer sensors keeps up\n",
+			who, st.smi_missed, deadlines, 100.0 * (double)st.smi_missed / (double)deadlines);
+}
 
 /* No counters, no layout: what the raw container alone can say. */
 static void summary_bytes(const struct session_gpu_stats *st, const char *dest, double secs)
@@ -59,6 +203,7 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 		if (flagged)
 			fprintf(stderr, "spmtap record: the kernel flagged %" PRIu64 " full buffer region(s); "
 				"the timestamps show no sample missing\n", flagged);
+		verdict("", st, secs);
 		return;
 	}
 	fprintf(stderr, "spmtap record: WARNING: DATA LOSS: ~%" PRIu64 " samples (%" PRIu64
@@ -73,6 +218,7 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 			" resync(s), %" PRIu64 " loss-flagged region(s)\n", k, a->samples, a->gap_samples,
 			a->gaps, a->resync_bytes, a->resyncs, a->loss_flags);
 	}
+	verdict("", st, secs);
 }
 
 void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs)
@@ -81,10 +227,12 @@ void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs
 	if (session_gpu_stats(S, 0, &st) < 0)
 		return;
 	const char *dest = o->out && strcmp(o->out, "-") ? o->out : "standard output";
-	if (st.sample_size)
+	if (st.sample_size) {
 		summary_samples(&st, dest, secs);
-	else
+		saturation(S, 0, "", &st);
+	} else {
 		summary_bytes(&st, dest, secs);
+	}
 	if (st.overrun_polls)
 		fprintf(stderr, "spmtap record: %" PRIu64 " of %" PRIu64 " polls found no free buffer "
 			"(consumer overrun): the kernel kept filling the armed buffer\n", st.overrun_polls,

@@ -73,6 +73,8 @@ void rec_signals_restore(const sigset_t *old);
 uint64_t rec_now_ns(clockid_t c);
 /* The end of one GPU's stream written as a tick CSV or a raw container (record-summary.c). */
 void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs);
+/* -f outputs: GPU i's loss verdict, saturated counters and missed sensor deadlines (record-summary.c). */
+void rec_summary_gpu(struct session *S, size_t i, double secs);
 
 /* Every mode of `spmtap record` is a session with writers (collector/lib/session.h). */
 int record_session(const struct rec_opts *o);

@@ -69,6 +69,7 @@ struct dthr_xcc {
 	uint64_t parts;
 	uint64_t loss_parts;          /* parts the kernel flagged */
 	uint64_t bad_parts;           /* parts whose framing could not be trusted */
+	uint64_t sink_wait_ns;        /* time the sink held the thread (a full queue): the writer's delay */
 };
 
 int dthr_open(struct dthr **out, const struct dthr_opts *o, char *err, size_t errlen);
@@ -96,6 +97,17 @@ int dthr_stats(const struct dthr *t, uint32_t xcc, struct dthr_xcc *out);
 uint32_t dthr_sample_bytes(const struct dthr *t);
 /* Samples lost so far over every XCC (the decoder's count), cheap from any thread. */
 uint64_t dthr_lost_live(const struct dthr *t);
+/*
+ * For a 16-bit counter without a catalog peak that saturated: the interval
+ * (a multiple of 32, at least 32) at which the peak estimated from the
+ * observed values would fit (the top of the unsaturated distribution
+ * mirrored above the limit); 0 when it did not saturate or is not observed.
+ * After dthr_finish.  The estimator alone: dthr_saturation_interval_of.
+ */
+uint32_t dthr_saturation_interval(const struct dthr *t, const char *counter, uint32_t interval);
+uint32_t dthr_saturation_interval_of(const uint64_t *hist, uint32_t nbins, uint64_t sat, uint32_t interval);
+/* Saturated cells of output column col in XCC xcc's rows so far (what a CSV shows empty). */
+uint64_t dthr_saturated(const struct dthr *t, uint32_t xcc, uint32_t col);
 void dthr_close(struct dthr *t);
 
 #endif

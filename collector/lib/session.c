@@ -124,7 +124,9 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 		rc = ses_gpu_prepare(S, g, err, errlen);
 		if (!rc && o->smi_metrics) {
 			rc = ses_gpu_smi(S, g);
-			if (rc < 0)
+			if (rc < 0 && g->smi_note[0])
+				spmtap_seterr(err, errlen, -rc, "%s", g->smi_note);
+			else if (rc < 0)
 				spmtap_seterr(err, errlen, -rc, "GPU %u: cannot start the sensor sampler",
 					      g->dev->index);
 		}

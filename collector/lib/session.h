@@ -109,8 +109,12 @@ struct session_gpu_stats {
 	uint32_t ncols;            /* decoded columns; 0 without counters */
 	uint32_t sample_size;      /* bytes of one sample; 0 without counters */
 	uint64_t smi_samples, smi_missed;
-	uint32_t tb_pairs;
+	uint64_t sink_wait_ns;     /* decode thread blocked on the output queue (the writer behind) */
+	uint32_t interval;         /* SCLK cycles per sample; 0 without counters */
+	const struct spm_plan *plan; /* the counters' plan (catalog entries, widths); NULL without */
+	uint32_t tb_pairs, tb_rejected; /* pairs used, pairs rejected as disturbed */
 	double tb_rms_ns, tb_max_ns, tb_ppm;
+	double tb_bound_ns;             /* worst-case mapping error (timebase.h), not the fit's residual */
 };
 
 struct session_progress {
@@ -120,6 +124,7 @@ struct session_progress {
 };
 
 struct session;
+struct spm_plan;
 
 int session_open(struct session **out, const struct session_opts *o, char *err, size_t errlen);
 int session_start(struct session *s, char *err, size_t errlen);
@@ -147,6 +152,18 @@ const char *session_size_note(const struct session *s, size_t i);
 int session_stop(struct session *s, char *err, size_t errlen);
 size_t session_ngpus(const struct session *s);
 int session_gpu_stats(const struct session *s, size_t i, struct session_gpu_stats *st);
+/*
+ * GPU i's output column col: its name (NULL past the last column), and in
+ * *saturated the cells of XCC xcc that were saturated (written empty).
+ */
+const char *session_gpu_column(const struct session *s, size_t i, uint32_t col, uint32_t xcc,
+			       uint64_t *saturated);
+/*
+ * For a saturated 16-bit counter of GPU i without a catalog peak: the
+ * interval its observed values say would have avoided it (decode_thread.h,
+ * dthr_saturation_interval); 0 when unknown.  After session_stop.
+ */
+uint32_t session_gpu_saturation_interval(const struct session *s, size_t i, const char *counter);
 /* GPU i's timebase (timebase.h), for tests and the public API; valid until session_close. */
 struct timebase;
 const struct timebase *session_timebase(const struct session *s, size_t i);

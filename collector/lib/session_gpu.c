@@ -16,6 +16,50 @@
 #include "spm/plan.h"
 #include "spm/submit.h"
 
+/* Each warning line of spm_plan_warnings as its own log line. */
+static void warn_lines(const char *label, char *text)
+{
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		pr_warn("record", "%s: %s", label, l);
+}
+
+/*
+ * Before touching SPM: counters this plan will saturate (per GPU), and, at
+ * the last GPU, a data rate of all GPUs together above what the collector is
+ * known to sustain with the chosen formats (spm/plan.h, docs/bench.md).
+ */
+static void plan_warnings(struct session *S, struct sgpu *g, enum spm_gfx gfx, const char *label)
+{
+	double sustained = SPM_SUSTAINED_MBS_CSV;
+	for (size_t k = 0; k < S->o.nformats; k++)
+		if (S->o.formats[k] && !strcmp(S->o.formats[k]->name, "sqlite"))
+			sustained = SPM_SUSTAINED_MBS_SQLITE;
+	char text[4096];
+	/* Saturation only: the rate is judged for the machine below. */
+	if (spm_plan_warnings(g->plan, spm_gfx_sclk_ghz(gfx), 1e300, text, sizeof(text)))
+		warn_lines(label, text);
+	if (g != &S->g[S->ng - 1])
+		return;
+	double mbs = 0;
+	for (size_t i = 0; i < S->ng; i++) {
+		enum spm_gfx f;
+		if (S->g[i].plan && spm_gfx_parse(S->g[i].dev->gfx, &f, NULL, 0) == 0)
+			mbs += spm_plan_mbs(S->g[i].plan, spm_gfx_sclk_ghz(f));
+	}
+	if (S->ng == 1) {
+		/* One GPU: its own sentence names the interval that keeps under the estimate. */
+		if (spm_plan_warnings(g->plan, spm_gfx_sclk_ghz(gfx), sustained, text, sizeof(text))) {
+			char *rate = strstr(text, "the data rate");
+			if (rate)
+				warn_lines(label, rate);
+		}
+	} else if (mbs > sustained) {
+		pr_warn("record", "the data rate of the %zu GPUs, %.1f MB/s at their assumed peak SCLK, "
+			"exceeds the %.0f MB/s this collector is known to sustain (docs/bench.md): expect "
+			"lost samples; a longer --interval or fewer counters lowers it", S->ng, mbs, sustained);
+	}
+}
+
 /* The counters' plan, layout and PM4 programs: everything decided before touching SPM. */
 static int gpu_plan(struct session *S, struct sgpu *g, const char *label, char *err, size_t errlen)
 {
@@ -34,6 +78,7 @@ static int gpu_plan(struct session *S, struct sgpu *g, const char *label, char *
 	if (rc < 0)
 		return spmtap_seterr(err, errlen, rc == -ENOMEM ? ENOMEM : EINVAL, "%s: %s", label,
 				     e[0] ? e : spmtap_strerror(rc));
+	plan_warnings(S, g, gfx, label);
 	g->layout_text = spm_plan_layout_dumps(g->plan);
 	if (!g->layout_text)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
@@ -118,6 +163,35 @@ int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
 	return 0;
 }
 
+/* "power_cur, energy" for the metrics in mask. */
+static void smi_names(uint32_t mask, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = 0;
+	for (int m = 0; m < SMI_M_COUNT && off < len; m++)
+		if (mask & SMI_M_BIT(m))
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? ", " : "",
+						smi_metric_name((enum smi_metric)m));
+}
+
+/* What the GPU has of the same kind as each missing metric: power for power, and so on. */
+static uint32_t smi_alternatives(uint32_t missing, uint32_t has)
+{
+	static const uint32_t kinds[] = {
+		SMI_M_BIT(SMI_M_POWER_AVG) | SMI_M_BIT(SMI_M_POWER_CUR),
+		SMI_M_BIT(SMI_M_TEMP_EDGE) | SMI_M_BIT(SMI_M_TEMP_HOTSPOT) | SMI_M_BIT(SMI_M_TEMP_MEM) |
+			SMI_M_BIT(SMI_M_TEMP_VRSOC),
+		SMI_M_BIT(SMI_M_GFX_ACTIVITY) | SMI_M_BIT(SMI_M_UMC_ACTIVITY) | SMI_M_BIT(SMI_M_MM_ACTIVITY),
+		SMI_M_BIT(SMI_M_GFXCLK) | SMI_M_BIT(SMI_M_SOCCLK) | SMI_M_BIT(SMI_M_UCLK),
+		SMI_M_BIT(SMI_M_ENERGY),
+	};
+	uint32_t out = 0;
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		if (missing & kinds[k])
+			out |= has & kinds[k];
+	return out;
+}
+
 int ses_gpu_smi(struct session *S, struct sgpu *g)
 {
 	const struct session_opts *o = &S->o;
@@ -133,16 +207,26 @@ int ses_gpu_smi(struct session *S, struct sgpu *g)
 		return 0;
 	}
 	uint32_t m = o->smi_metrics & g->probe.metrics;
-	if (!m) {
-		snprintf(g->smi_note, sizeof(g->smi_note),
-			 "GPU %u: %s exposes none of the requested sensors", g->dev->index,
-			 g->probe.ops->name);
-		pr_warn("session", "%s", g->smi_note);
-		return 0;
+	if (m != o->smi_metrics) {
+		/* Name what is missing and what the GPU has instead, so the fix is one flag away. */
+		char miss[256], has[256], try[256];
+		smi_names(o->smi_metrics & ~g->probe.metrics, miss, sizeof(miss));
+		smi_names(g->probe.metrics, has, sizeof(has));
+		smi_names(smi_alternatives(o->smi_metrics & ~g->probe.metrics, g->probe.metrics), try,
+			  sizeof(try));
+		snprintf(g->smi_note, sizeof(g->smi_note), "GPU %u has no %s (%s); it has %s%s%s",
+			 g->dev->index, miss, g->probe.ops->name, has[0] ? has : "no sensor",
+			 try[0] ? ": try --smi " : "", try);
+		/* Nothing at all would be recorded for this GPU: refuse (the note is the error). */
+		if (!m && !o->ncounters)
+			return -ENODATA;
+		if (!m)
+			pr_warn("record", "%s; recording its counters without sensors", g->smi_note);
+		else
+			pr_info("record", "%s", g->smi_note);
+		if (!m)
+			return 0;
 	}
-	if (m != o->smi_metrics)
-		snprintf(g->smi_note, sizeof(g->smi_note), "GPU %u: some requested sensors are not exposed by %s",
-			 g->dev->index, g->probe.ops->name);
 	struct smi_sampler_opts so = {
 		.ops = g->probe.ops, .src = g->probe.inst, .metrics = m,
 		.ts_domain = g->probe.src[g->probe.selected].ts_domain,
@@ -163,6 +247,8 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	st->nxcc = g->nstreams;
 	st->ncols = g->dt ? dthr_ncols(g->dt) : 0;
 	st->sample_size = g->dt ? dthr_sample_bytes(g->dt) : 0;
+	st->plan = g->plan;
+	st->interval = g->plan ? g->plan->interval : 0;
 	uint64_t fed = 0;
 	uint32_t sb = g->dt ? dthr_sample_bytes(g->dt) : 0;
 	for (uint32_t x = 0; x < g->nstreams && x < 16; x++) {
@@ -182,6 +268,7 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		a->gaps = s.dec.gaps;
 		a->resyncs = s.resyncs;
 		a->regions = s.parts;
+		st->sink_wait_ns += s.sink_wait_ns;
 		fed += a->bytes;
 	}
 	if (g->have_fs) {
@@ -200,6 +287,10 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->smi_samples = ss.samples;
 		st->smi_missed = ss.missed_deadlines;
 	}
+	/* the clock thread adds pairs while the meta is rewritten during the run; the lock
+	 * is not part of the session's observable state, hence the cast */
+	pthread_mutex_t *tbl = (pthread_mutex_t *)&g->tb_lock;
+	pthread_mutex_lock(tbl);
 	size_t np = tb_npairs(g->tb);
 	st->tb_pairs = (uint32_t)np;
 	double sum = 0, mx = 0;
@@ -211,9 +302,29 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	}
 	st->tb_rms_ns = np ? sqrt(sum / (double)np) : 0;
 	st->tb_max_ns = mx;
+	st->tb_rejected = (uint32_t)tb_nrejected(g->tb);
+	st->tb_bound_ns = tb_bound(g->tb);
 	double hz;
 	tb_rate(g->tb, &hz, &st->tb_ppm);
+	pthread_mutex_unlock(tbl);
 	return 0;
+}
+
+const char *session_gpu_column(const struct session *S, size_t i, uint32_t col, uint32_t xcc,
+			       uint64_t *saturated)
+{
+	*saturated = 0;
+	if (i >= S->ng || !S->g[i].dt || col >= dthr_ncols(S->g[i].dt))
+		return NULL;
+	*saturated = dthr_saturated(S->g[i].dt, xcc, col);
+	return dthr_columns(S->g[i].dt)[col].name;
+}
+
+uint32_t session_gpu_saturation_interval(const struct session *S, size_t i, const char *counter)
+{
+	if (i >= S->ng || !S->g[i].dt || !S->g[i].plan)
+		return 0;
+	return dthr_saturation_interval(S->g[i].dt, counter, S->g[i].plan->interval);
 }
 
 void ses_gpu_free(struct sgpu *g)

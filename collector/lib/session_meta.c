@@ -6,6 +6,7 @@
  * first chunk.
  */
 #include <errno.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,10 +178,19 @@ json_t *ses_timebase_json(struct session *S)
 		session_gpu_stats(S, i, &st);
 		double hz = 0, ppm = 0;
 		tb_rate(g->tb, &hz, &ppm);
-		json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
-			"gpu", (int)g->dev->index, "pairs", (int)tb_npairs(g->tb), "segments",
-			(int)tb_nsegments(g->tb), "gpu_clock_hz", hz, "ppm", ppm, "residual_rms_ns",
-			st.tb_rms_ns, "residual_max_ns", st.tb_max_ns, "spm_clock_hz", S->spm_hz));
+		/* the error bound of every segment (docs/timebase.md "Error bound"): the tick range of
+		 * segment k is [pair k, pair k+1] */
+		json_t *segs = json_array();
+		pthread_mutex_lock(&g->tb_lock);
+		const struct tb_segment *sg = tb_segments(g->tb);
+		for (size_t k = 0; k < tb_nsegments(g->tb); k++)
+			json_array_append_new(segs, json_real(round(sg[k].bound_ns)));
+		pthread_mutex_unlock(&g->tb_lock);
+		json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:o}",
+			"gpu", (int)g->dev->index, "pairs", (int)st.tb_pairs, "pairs_rejected",
+			(int)st.tb_rejected, "segments", (int)tb_nsegments(g->tb), "gpu_clock_hz", hz, "ppm",
+			ppm, "residual_rms_ns", st.tb_rms_ns, "residual_max_ns", st.tb_max_ns, "spm_clock_hz",
+			S->spm_hz, "bound_ns", round(st.tb_bound_ns), "segments_bound", segs));
 	}
 	return arr;
 }
@@ -202,12 +212,20 @@ json_t *ses_accounting_json(struct session *S)
 				(json_int_t)a->loss_flags, "resync_dropped_bytes",
 				(json_int_t)a->resync_bytes, "prestart_bytes", (json_int_t)a->prestart_bytes,
 				"trailing_bytes", (json_int_t)a->trailing_bytes));
+			/* Saturated (empty) cells per output column: what analysis must not read as 0. */
+			json_t *sat = json_object();
+			uint64_t n;
+			const char *name;
+			for (uint32_t c = 0; (name = session_gpu_column(S, i, c, x, &n)); c++)
+				json_object_set_new(sat, name, json_integer((json_int_t)n));
+			json_object_set_new(json_array_get(xs, json_array_size(xs) - 1), "saturated", sat);
 		}
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "gpu",
+		/* output_queue_wait_s: the decode thread blocked on a full output queue (the writer behind). */
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:f, s:o}", "gpu",
 			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
 			"overrun_polls", (json_int_t)st.overrun_polls, "smi_samples",
 			(json_int_t)st.smi_samples, "smi_missed_deadlines", (json_int_t)st.smi_missed,
-			"xcc", xs));
+			"output_queue_wait_s", (double)st.sink_wait_ns / 1e9, "xcc", xs));
 	}
 	return arr;
 }

@@ -132,14 +132,49 @@ int session_marker_stats(const struct session *S, struct mk_stats *st)
 	return 0;
 }
 
+/*
+ * A pair is read SES_PAIR_BURST times in a row, each call bracketed by host
+ * RAW reads: the kernel reads all three clocks inside the bracket, so its
+ * width bounds how far apart they were read (a thread preempted between two
+ * of them shows as a wide window).  The narrowest call is kept and its
+ * window goes with it to the timebase, which rejects a pair still far
+ * wider than usual and states its error bound from the windows
+ * (docs/timebase.md); then another burst is read at once, a few times at most.
+ * A call whose RAW is outside its own bracket is not on our clock: its
+ * window means nothing, so it is passed as unknown.
+ */
+#define SES_PAIR_BURST 4
+#define SES_PAIR_TRIES 3
+
+static int ses_pair_burst(struct session *S, struct sgpu *g)
+{
+	struct spm_clock_pair p, best;
+	int64_t best_w = -1;
+	for (int k = 0; k < SES_PAIR_BURST; k++) {
+		int64_t t0 = ses_now_ns(CLOCK_MONOTONIC_RAW);
+		if (S->bops->clock_counters(S->b, g->dev, &p) < 0)
+			return -EIO;
+		int64_t t1 = ses_now_ns(CLOCK_MONOTONIC_RAW), w = t1 - t0;
+		if (!p.cpu_raw_ns || (int64_t)p.cpu_raw_ns < t0 || (int64_t)p.cpu_raw_ns > t1)
+			w = 0;
+		if (best_w < 0 || (w > 0 && (best_w == 0 || w < best_w))) {
+			best = p;
+			best_w = w;
+		}
+	}
+	pthread_mutex_lock(&g->tb_lock);
+	int rc = tb_add_pair_w(g->tb, best.gpu_ticks, (int64_t)best.cpu_raw_ns, (int64_t)best.boottime_ns,
+			       best_w);
+	pthread_mutex_unlock(&g->tb_lock);
+	return rc;
+}
+
 void ses_add_pair(struct session *S, struct sgpu *g)
 {
-	struct spm_clock_pair p;
-	if (!S->bops->clock_counters || S->bops->clock_counters(S->b, g->dev, &p) < 0)
+	if (!S->bops->clock_counters)
 		return;
-	pthread_mutex_lock(&g->tb_lock);
-	tb_add_pair(g->tb, p.gpu_ticks, (int64_t)p.cpu_raw_ns, (int64_t)p.boottime_ns);
-	pthread_mutex_unlock(&g->tb_lock);
+	for (int k = 0; k < SES_PAIR_TRIES && ses_pair_burst(S, g) == 1; k++)
+		;
 }
 
 void *ses_clock_main(void *arg)

@@ -16,6 +16,12 @@ struct timebase {
 	 * [pairs[k].gpu, pairs[k+1].gpu]. */
 	struct tb_segment *seg;
 	size_t nseg, cap_seg;
+	/* the read windows of the latest candidates (used or not): the gate's "usual" */
+	int64_t win[16];
+	size_t nwin;
+	size_t nrejected, consec_rejected;
+	/* the latest pair taken by re-anchoring: no slew is drawn across it */
+	size_t anchor;
 };
 
 int tb_create(struct timebase **out, const struct tb_opts *opts)
@@ -105,8 +111,84 @@ static void fit(const struct timebase *tb, size_t a, size_t b, struct tb_segment
 	s->max_abs_ns = mx;
 }
 
+static long double map_with(const struct timebase *tb, const struct tb_segment *s, long double g);
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of the recent read windows, or -1 while there are too few to judge. */
+static int64_t window_median(const struct timebase *tb)
+{
+	size_t n = tb->nwin < 16 ? tb->nwin : 16;
+	if (n < 4)
+		return -1;
+	int64_t w[16];
+	memcpy(w, tb->win, n * sizeof(w[0]));
+	qsort(w, n, sizeof(w[0]), cmp_i64);
+	return w[n / 2];
+}
+
+/*
+ * Is the candidate disturbed?  A read window far wider than usual says the
+ * call was interrupted; without windows, BOOTTIME - RAW says it when it
+ * moves faster than NTP slews or leaves the line of the recent slew.
+ * Tolerances add the windows, which bound how far an honest pair's
+ * difference can be off.
+ */
+enum { TB_OK, TB_WIDE, TB_SLEW };
+
+static int disturbed(const struct timebase *tb, int64_t raw, int64_t boot, int64_t w)
+{
+	int64_t med = window_median(tb);
+	if (med < 0) /* the first few: against the narrowest so far */
+		for (size_t k = 0; k < tb->nwin; k++)
+			if (med < 0 || tb->win[k] < med)
+				med = tb->win[k];
+	if (w > 0 && med >= 0 && w > 2 * med + TB_WINDOW_SLACK_NS)
+		return TB_WIDE;
+	size_t n = tb->npairs;
+	if (!tb->have_raw || !raw || !n)
+		return TB_OK;
+	const struct tb_pair *a = &tb->pairs[n - 1];
+	long double dr = (long double)(raw - a->raw);
+	long double d = (long double)(boot - raw), da = (long double)(a->host - a->raw);
+	if (fabsl(d - da) > TB_MAX_SLEW_PPM * 1e-6L * dr + (long double)(w + a->window_ns))
+		return TB_SLEW;
+	if (n < 2 || n - 1 <= tb->anchor)
+		return TB_OK;
+	size_t kb = n - 2; /* the slew's baseline, as boot_minus_raw extrapolates it */
+	while (kb > tb->anchor && a->raw - tb->pairs[kb].raw < TB_SLEW_BASE_NS)
+		kb--;
+	const struct tb_pair *b = &tb->pairs[kb];
+	long double span = (long double)(a->raw - b->raw);
+	long double db = (long double)(b->host - b->raw);
+	long double f = dr / span; /* how much the older pair's error is magnified */
+	long double pred = da + (da - db) * f;
+	long double tol = TB_SLEW_CHANGE_PPM * 1e-6L * dr + (long double)w +
+			  (long double)a->window_ns * (1 + f) + (long double)b->window_ns * f + 100;
+	return fabsl(d - pred) > tol ? TB_SLEW : TB_OK;
+}
+
+/* |mapping - pair| + the pair's window: how far the mapping can be from the truth at that pair. */
+static double end_error(const struct timebase *tb, const struct tb_segment *s, const struct tb_pair *p)
+{
+	return (double)fabsl(map_with(tb, s, (long double)p->gpu) - (long double)p->host) +
+	       (double)p->window_ns;
+}
+
 int tb_add_pair(struct timebase *tb, spmtap_gpu_ticks gpu, int64_t raw_ns, spmtap_host_ns boot_ns)
 {
+	return tb_add_pair_w(tb, gpu, raw_ns, boot_ns, 0);
+}
+
+int tb_add_pair_w(struct timebase *tb, spmtap_gpu_ticks gpu, int64_t raw_ns, spmtap_host_ns boot_ns,
+		  int64_t window_ns)
+{
+	if (window_ns < 0)
+		return -EINVAL;
 	if (tb->npairs) {
 		const struct tb_pair *last = &tb->pairs[tb->npairs - 1];
 		if (gpu <= last->gpu || boot_ns <= last->host || (raw_ns && raw_ns <= last->raw))
@@ -114,25 +196,59 @@ int tb_add_pair(struct timebase *tb, spmtap_gpu_ticks gpu, int64_t raw_ns, spmta
 	} else {
 		tb->have_raw = raw_ns != 0;
 	}
-	if (grow((void **)&tb->pairs, &tb->cap_pairs, tb->npairs + 1, sizeof(*tb->pairs)))
+	if (grow((void **)&tb->pairs, &tb->cap_pairs, tb->npairs + 1, sizeof(*tb->pairs)) ||
+	    grow((void **)&tb->seg, &tb->cap_seg, tb->nseg + 1, sizeof(*tb->seg)))
 		return -ENOMEM;
+	int bad = disturbed(tb, raw_ns, boot_ns, window_ns);
+	if (window_ns > 0)
+		tb->win[tb->nwin++ % 16] = window_ns;
+	/*
+	 * A wide window is always refused: the recent windows include the
+	 * refused ones, so a machine grown slower raises the median and its
+	 * pairs pass again.  A slew refusal is re-anchored after a few in a
+	 * row: BOOTTIME stepped (a suspend, settimeofday), and staying on the
+	 * old line would be wrong for ever.
+	 */
+	if (bad == TB_WIDE || (bad == TB_SLEW && tb->consec_rejected < TB_MAX_CONSEC_REJECT)) {
+		tb->nrejected++;
+		tb->consec_rejected += bad == TB_SLEW;
+		return 1;
+	}
+	if (bad == TB_SLEW)
+		tb->anchor = tb->npairs;
+	tb->consec_rejected = 0;
+	/* What a streaming writer mapped the ticks after the last pair with: extrapolated. */
+	double stream_err = 0;
+	bool streamed = tb->nseg && (raw_ns != 0) == tb->have_raw;
+	struct tb_pair cand = { gpu, raw_ns, boot_ns, window_ns };
+	if (streamed) {
+		const struct tb_segment *s = &tb->seg[tb->nseg - 1];
+		double e0 = end_error(tb, s, &tb->pairs[tb->npairs - 1]), e1 = end_error(tb, s, &cand);
+		stream_err = e0 > e1 ? e0 : e1;
+	}
 	if (!raw_ns && tb->have_raw) {
 		/* a source without RAW joined late: refit everything on BOOTTIME */
 		tb->have_raw = false;
 		tb->nseg = 0;
 		for (size_t k = 1; k < tb->npairs; k++) {
 			size_t a = k + 1 > tb->o.window ? k + 1 - tb->o.window : 0;
-			fit(tb, a, k, &tb->seg[tb->nseg++]);
+			fit(tb, a, k, &tb->seg[tb->nseg]);
+			struct tb_segment *s = &tb->seg[tb->nseg++];
+			double e0 = end_error(tb, s, &tb->pairs[k - 1]), e1 = end_error(tb, s, &tb->pairs[k]);
+			s->bound_ns = e0 > e1 ? e0 : e1;
 		}
 	}
-	tb->pairs[tb->npairs++] = (struct tb_pair){ gpu, raw_ns, boot_ns };
+	tb->pairs[tb->npairs++] = cand;
 	if (tb->npairs < 2)
 		return 0;
-	if (grow((void **)&tb->seg, &tb->cap_seg, tb->nseg + 1, sizeof(*tb->seg)))
-		return -ENOMEM;
 	size_t b = tb->npairs - 1;
 	size_t a = b + 1 > tb->o.window ? b + 1 - tb->o.window : 0;
-	fit(tb, a, b, &tb->seg[tb->nseg++]);
+	struct tb_segment *s = &tb->seg[tb->nseg++];
+	fit(tb, a, b, s);
+	/* ...and what it maps them with now: interpolated between the two pairs. */
+	double e0 = end_error(tb, s, &tb->pairs[b - 1]), e1 = end_error(tb, s, &tb->pairs[b]);
+	double e = e0 > e1 ? e0 : e1;
+	s->bound_ns = e > stream_err ? e : stream_err;
 	return 0;
 }
 
@@ -174,9 +290,24 @@ static long double boot_minus_raw(const struct timebase *tb, long double r)
 		}
 		k = lo;
 	}
-	long double d0 = (long double)(p[k].host - p[k].raw);
+	size_t k0 = k;
+	if (r > (long double)p[n - 1].raw) {
+		/*
+		 * Past the newest pair the slew is extrapolated: over a baseline of
+		 * at least TB_SLEW_BASE_NS where there is one, since the pairs taken
+		 * milliseconds apart before a run would turn their read noise into
+		 * a slope error of tens of ppm.
+		 */
+		while (k0 > tb->anchor && p[k + 1].raw - p[k0].raw < TB_SLEW_BASE_NS)
+			k0--;
+		/* just re-anchored after a step: no slew known on this side of it yet */
+		if (k + 1 <= tb->anchor)
+			return (long double)(p[n - 1].host - p[n - 1].raw);
+	}
+	long double d0 = (long double)(p[k0].host - p[k0].raw);
 	long double d1 = (long double)(p[k + 1].host - p[k + 1].raw);
-	long double span = (long double)(p[k + 1].raw - p[k].raw);
+	long double span = (long double)(p[k + 1].raw - p[k0].raw);
+	k = k0;
 	/*
 	 * Beyond the ends the slew rate of the nearest interval continues: NTP
 	 * changes its frequency correction rarely, so the last rate is the best
@@ -185,12 +316,17 @@ static long double boot_minus_raw(const struct timebase *tb, long double r)
 	return d0 + (d1 - d0) * (r - (long double)p[k].raw) / span;
 }
 
-static spmtap_host_ns apply(const struct timebase *tb, const struct tb_segment *s, long double g)
+static long double map_with(const struct timebase *tb, const struct tb_segment *s, long double g)
 {
 	long double y = (long double)s->h0 + (long double)s->slope * (g - (long double)s->g0);
 	if (tb->have_raw)
 		y += boot_minus_raw(tb, y);
-	return (spmtap_host_ns)llroundl(y);
+	return y;
+}
+
+static spmtap_host_ns apply(const struct timebase *tb, const struct tb_segment *s, long double g)
+{
+	return (spmtap_host_ns)llroundl(map_with(tb, s, g));
 }
 
 int tb_map_gpu(const struct timebase *tb, spmtap_gpu_ticks gpu, spmtap_host_ns *host)
@@ -216,6 +352,16 @@ int tb_map_spm(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *ho
 size_t tb_npairs(const struct timebase *tb) { return tb->npairs; }
 const struct tb_pair *tb_pairs(const struct timebase *tb) { return tb->pairs; }
 size_t tb_nsegments(const struct timebase *tb) { return tb->nseg; }
+size_t tb_nrejected(const struct timebase *tb) { return tb->nrejected; }
+
+double tb_bound(const struct timebase *tb)
+{
+	double m = 0;
+	for (size_t k = 0; k < tb->nseg; k++)
+		if (tb->seg[k].bound_ns > m)
+			m = tb->seg[k].bound_ns;
+	return m;
+}
 const struct tb_segment *tb_segments(const struct timebase *tb) { return tb->seg; }
 double tb_spm_clock_hz(const struct timebase *tb) { return tb->o.spm_clock_hz; }
 

@@ -128,10 +128,15 @@ static const struct {
 struct emu_cnt_model emu_cnt_lookup(enum emu_gfx gfx, enum emu_blk blk, unsigned event)
 {
 	for (size_t i = 0; i < sizeof(emu_cnt_table) / sizeof(emu_cnt_table[0]); i++)
-		if (emu_cnt_table[i].blk == blk && emu_cnt_table[i].ev[gfx] == event)
-			return (struct emu_cnt_model){ emu_cnt_table[i].cls, emu_cnt_table[i].rate,
-						       emu_cnt_table[i].ratio, emu_cnt_table[i].name };
-	return (struct emu_cnt_model){ EMU_CNT_UNKNOWN, 0, 0, NULL };
+		if (emu_cnt_table[i].blk == blk && emu_cnt_table[i].ev[gfx] == event) {
+			enum emu_cnt_class c = emu_cnt_table[i].cls;
+			/* Requests, hits, misses of an L2 channel: at most two tag lookups per cycle. */
+			double peak = blk == EMU_BLK_TCC && (c == EMU_CNT_RATE || c == EMU_CNT_HIT ||
+							     c == EMU_CNT_MISS) ? 2.0 : 0.0;
+			return (struct emu_cnt_model){ c, emu_cnt_table[i].rate, emu_cnt_table[i].ratio,
+						       emu_cnt_table[i].name, peak };
+		}
+	return (struct emu_cnt_model){ EMU_CNT_UNKNOWN, 0, 0, NULL, 0 };
 }
 
 uint64_t emu_mix64(uint64_t x)
@@ -177,7 +182,9 @@ uint64_t emu_cnt_value(const struct emu_cnt_model *m, uint32_t interval, double 
 		return (emu_mix64(key ^ noise) & 7) + interval / 4096;
 	}
 	v *= emu_spread(emu_mix64(key), 0.10) * emu_spread(emu_mix64(noise), 0.03);
-	if (m->cls == EMU_CNT_BUSY && m->rate <= 1.0 && v > iv)
-		v = iv; /* one unit cannot be busy for more cycles than the interval has */
+	if ((m->cls == EMU_CNT_BUSY || m->cls == EMU_CNT_IDLE) && m->rate <= 1.0 && v > iv)
+		v = iv; /* one unit cannot be busy (or idle) for more cycles than the interval has */
+	if (m->peak > 0 && v > m->peak * iv)
+		v = m->peak * iv; /* nor count more than its hardware can per cycle */
 	return v <= 0 ? 0 : (uint64_t)(v + 0.5);
 }

@@ -52,6 +52,7 @@ struct emu_cnt_model {
 	enum emu_cnt_class cls;
 	double rate, ratio;
 	const char *name; /* NULL for unknown ids */
+	double peak;      /* most per cycle the unit can count (L2 tag lookups: 2); 0 = no cap */
 };
 
 /* The behaviour of (gfx, block, event id). */

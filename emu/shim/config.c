@@ -162,6 +162,13 @@ __attribute__((constructor)) static void emu_init(void)
 	emu_p.kfd_minor = (uint32_t)emu_env_u64("SPMTAP_EMU_KFD_MINOR", 8);
 	emu_p.clock_offset = emu_env_u64("SPMTAP_EMU_CLOCK_OFFSET", 0x1000000000ull);
 	emu_p.clock_ppm = emu_env_double("SPMTAP_EMU_CLOCK_PPM", 0.0);
+	emu_p.clock_pair_delay_ns = emu_env_u64("SPMTAP_EMU_CLOCK_PAIR_DELAY_NS", 0);
+	emu_p.clock_pair_delay_every = emu_env_u64("SPMTAP_EMU_CLOCK_PAIR_DELAY_EVERY", 1);
+	emu_p.clock_pair_delay_run = emu_env_u64("SPMTAP_EMU_CLOCK_PAIR_DELAY_RUN", 1);
+	{
+		const char *at = getenv("SPMTAP_EMU_CLOCK_PAIR_DELAY_AT");
+		emu_p.clock_pair_delay_at_raw = at && !strcmp(at, "raw");
+	}
 	emu_p.next_handle = 1;
 	emu_topology_load();
 	if (!emu_real_realpath(emu_p.sysfs, emu_p.sysfs_real))

@@ -63,14 +63,41 @@ static int emu_acquire_vm(const struct kfd_ioctl_acquire_vm_args *a)
 	return rc ? emu_fail(rc) : 0;
 }
 
+/*
+ * SPMTAP_EMU_CLOCK_PAIR_DELAY_*: is this call one of the disturbed ones?
+ * Calls are counted from 1 in the process; with EVERY = K and RUN = R, calls
+ * K..K+R-1, 2K..2K+R-1, ... are (K 1: every call).
+ */
+static bool emu_clock_pair_disturbed(void)
+{
+	uint64_t n = __atomic_add_fetch(&emu_p.clock_pair_calls, 1, __ATOMIC_RELAXED);
+	uint64_t every = emu_p.clock_pair_delay_every ? emu_p.clock_pair_delay_every : 1;
+	uint64_t run = emu_p.clock_pair_delay_run ? emu_p.clock_pair_delay_run : 1;
+	return emu_p.clock_pair_delay_ns && n >= every && (n % every) < run;
+}
+
+/* A thread preempted between two reads: spun, since a sleep would overshoot by tens of us. */
+static void emu_clock_pair_spin(void)
+{
+	uint64_t until = emu_clock_raw_ns() + emu_p.clock_pair_delay_ns;
+	while (emu_clock_raw_ns() < until)
+		;
+}
+
 static int emu_clock_counters(struct kfd_ioctl_get_clock_counters_args *a)
 {
 	/* Both host clocks back to back, as kfd_ioctl_get_clock_counters reads them;
 	 * the GPU counter is a function of RAW, so it is computed afterwards. */
-	uint64_t raw = emu_clock_raw_ns();
+	bool disturbed = emu_clock_pair_disturbed();
+	uint64_t latch = emu_clock_raw_ns(); /* the GPU counter's latch */
+	if (disturbed && emu_p.clock_pair_delay_at_raw)
+		emu_clock_pair_spin();
+	uint64_t raw = disturbed && emu_p.clock_pair_delay_at_raw ? emu_clock_raw_ns() : latch;
+	if (disturbed && !emu_p.clock_pair_delay_at_raw)
+		emu_clock_pair_spin();
 	uint64_t boot = emu_clock_boottime_ns();
 	/* amdkfd: a gpu_id without a GPU (the CPU node) gives GPU counter 0 and success. */
-	a->gpu_clock_counter = emu_gpu_by_id(a->gpu_id) ? emu_clock_ticks(raw) : 0;
+	a->gpu_clock_counter = emu_gpu_by_id(a->gpu_id) ? emu_clock_ticks(latch) : 0;
 	a->cpu_clock_counter = raw;
 	a->system_clock_counter = boot;
 	a->system_clock_freq = 1000000000ull;

@@ -51,6 +51,12 @@ struct emu_proc {
 	uint32_t kfd_minor;
 	uint64_t clock_offset; /* GPU ticks added to the 100 MHz count */
 	double clock_ppm;
+	/* GET_CLOCK_COUNTERS disturbed (docs/emulator.md "GPU clock"): DELAY ns between two
+	 * of its clock reads on RUN calls in every EVERY, from call EVERY on; AT_RAW: between
+	 * the GPU latch and RAW, else between RAW and BOOTTIME */
+	uint64_t clock_pair_delay_ns, clock_pair_delay_every, clock_pair_delay_run;
+	bool clock_pair_delay_at_raw;
+	uint64_t clock_pair_calls; /* atomic: GET_CLOCK_COUNTERS calls so far */
 	struct emu_gpu gpus[EMU_MAX_GPUS];
 	int ngpus;
 	int kfd_fds; /* open /dev/kfd descriptors; the last close tears down */
