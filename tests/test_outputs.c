@@ -233,6 +233,8 @@ static void test_other_formats(void)
 			     "--duration", "1", NULL };
 	CU_ASSERT_EQUAL_FATAL(run(db, path("fmt.err")), 0);
 	CU_ASSERT_STRING_EQUAL(listing(dir), "run.db run_meta.json");
+	/* and says so */
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("fmt.err")), "run_smi.csv (the earlier run under this name"));
 	m = load(in(dir, "run_meta.json"));
 	f = json_object_get(json_object_get(m, "extra"), "formats");
 	CU_ASSERT_EQUAL(json_array_size(f), 1);

@@ -35,21 +35,38 @@ static bool wants_formats(const struct rec_opts *o)
 			   (o->device && (strchr(o->device, ',') || !strcmp(o->device, "all"))));
 }
 
-/* x.csv -> x.layout.json; anything else gets .layout.json appended. */
-static int write_layout(const char *out, const char *text)
+/*
+ * x.csv -> x.layout.json; anything else gets .layout.json appended.  Written
+ * as p.layout.json.part, like the CSV it describes, and renamed with it at
+ * the end (layout_done): a run that never starts leaves the earlier one.
+ */
+static int write_layout(const char *out, const char *text, char *p, size_t plen)
 {
 	size_t n = strlen(out);
 	if (n > 4 && !strcmp(out + n - 4, ".csv"))
 		n -= 4;
-	char p[4096];
-	snprintf(p, sizeof(p), "%.*s.layout.json", (int)n, out);
-	FILE *f = fopen(p, "we");
+	snprintf(p, plen, "%.*s.layout.json", (int)n, out);
+	char part[4200];
+	snprintf(part, sizeof(part), "%s.part", p);
+	FILE *f = fopen(part, "we");
 	int bad = !f || fputs(text, f) < 0 || fputc('\n', f) < 0;
 	if (f && fclose(f))
 		bad = 1;
 	if (bad)
-		fprintf(stderr, "spmtap record: %s: %s\n", p, strerror(errno));
+		fprintf(stderr, "spmtap record: %s: %s\n", part, strerror(errno));
 	return bad ? EXIT_FAIL : EXIT_OK;
+}
+
+/* The layout's .part renamed (the run recorded) or removed (it never started). */
+static void layout_done(char *p, bool keep)
+{
+	char part[4200];
+	if (!p[0])
+		return;
+	snprintf(part, sizeof(part), "%s.part", p);
+	if (keep ? rename(part, p) : unlink(part))
+		fprintf(stderr, "spmtap record: %s: %s\n", part, strerror(errno));
+	p[0] = 0;
 }
 
 static void outerr(const char *msg)
@@ -155,6 +172,8 @@ static void summary(struct session *S, double secs)
 	/* The files of this run, under their final names (an earlier run's set is gone with it). */
 	for (const char *const *p = session_outputs(S); *p; p++)
 		fprintf(stderr, "spmtap record: wrote %s\n", *p);
+	for (const char *const *p = session_replaced(S); *p; p++)
+		fprintf(stderr, "spmtap record: removed %s (the earlier run under this name, with other -f)\n", *p);
 }
 
 /* CLOCK_BOOTTIME - CLOCK_MONOTONIC_RAW now, read back to back (the emulator's schedule is on RAW). */
@@ -409,6 +428,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		.device_spec = o->device, .duration_s = o->duration,
 	};
 	struct emu_sched sched = { 0 };
+	char layout[4096] = ""; /* the tick CSV's layout file while its .part is pending */
 	int rc = session_open(&S, &so, err, sizeof(err));
 	if (rc < 0) {
 		outerr(err);
@@ -418,7 +438,8 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 	if (o->size_given && session_size_note(S, 0)[0])
 		outerr(session_size_note(S, 0));
 	/* The tick CSV's layout descriptor goes beside it, as `spmtap decode --layout` reads it. */
-	if (so.ticks_csv && strcmp(so.ticks_csv, "-") && (st = write_layout(o->out, session_layout(S, 0))))
+	if (so.ticks_csv && strcmp(so.ticks_csv, "-") &&
+	    (st = write_layout(o->out, session_layout(S, 0), layout, sizeof(layout))))
 		goto out;
 	sigset_t old;
 	rec_signals_install();
@@ -496,6 +517,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 	if (rec_stop_signal)
 		session_set_stop_reason(S, strsignal(rec_stop_signal));
 	rc = session_stop(S, err, sizeof(err));
+	layout_done(layout, true);
 	if (!formats) {
 		rec_summary_stream(S, o, secs);
 	} else {
@@ -526,6 +548,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		st = app_status >= 0 ? app_status : EXIT_FAIL;
 	}
 out:
+	layout_done(layout, false);
 	free_phase_files(filep, nfilep);
 	session_close(S);
 	free(cmdline);

@@ -16,6 +16,8 @@
 struct out_set {
 	char *final[OUTSET_MAX];
 	size_t n;
+	char *removed[OUTSET_MAX]; /* an earlier run's files out_set_commit removed */
+	size_t nremoved;
 };
 
 /* SQLite's files beside a database; harmless (absent) for every other format. */
@@ -33,6 +35,8 @@ void out_set_free(struct out_set *s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		free(s->final[i]);
+	for (size_t i = 0; i < s->nremoved; i++)
+		free(s->removed[i]);
 	free(s);
 }
 
@@ -65,6 +69,13 @@ char *out_set_part(struct out_set *s, const char *final)
 }
 
 size_t out_set_count(const struct out_set *s) { return s ? s->n : 0; }
+
+size_t out_set_nremoved(const struct out_set *s) { return s ? s->nremoved : 0; }
+
+const char *out_set_removed(const struct out_set *s, size_t i)
+{
+	return s && i < s->nremoved ? s->removed[i] : NULL;
+}
 
 const char *out_set_final(const struct out_set *s, size_t i)
 {
@@ -108,7 +119,15 @@ int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t 
 	/* The earlier run's files this run does not replace by name: its set goes as a whole. */
 	for (size_t i = 0; old && old[i]; i++)
 		if (!in_set(s, old[i])) {
+			struct stat sb;
+			bool was = !lstat(old[i], &sb) && S_ISREG(sb.st_mode);
+			bool listed = false;
+			for (size_t k = 0; k < s->nremoved && !listed; k++)
+				listed = !strcmp(s->removed[k], old[i]);
 			unlink_with_companions(old[i]);
+			if (was && !listed && lstat(old[i], &sb) && s->nremoved < OUTSET_MAX &&
+			    (s->removed[s->nremoved] = strdup(old[i])))
+				s->nremoved++;
 			if ((size_t)snprintf(from, sizeof(from), "%s%s", old[i], OUTSET_PART) < sizeof(from))
 				unlink_with_companions(from);
 		}

@@ -30,6 +30,9 @@ char *out_set_part(struct out_set *s, const char *final);
 /* The final names recorded so far. */
 size_t out_set_count(const struct out_set *s);
 const char *out_set_final(const struct out_set *s, size_t i);
+/* The earlier run's files the last out_set_commit removed (not replaced by name). */
+size_t out_set_nremoved(const struct out_set *s);
+const char *out_set_removed(const struct out_set *s, size_t i);
 /*
  * The end of a run: every `old` file (earlier outputs under this run's
  * names, NULL-terminated, may be NULL) that is not in the set is removed,

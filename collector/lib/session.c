@@ -404,6 +404,12 @@ const char *const *session_outputs(const struct session *S)
 	return S->outs ? (const char *const *)S->outs : none;
 }
 
+const char *const *session_replaced(const struct session *S)
+{
+	static const char *const none[] = { NULL };
+	return S->gone ? (const char *const *)S->gone : none;
+}
+
 void session_close(struct session *S)
 {
 	if (!S)
@@ -431,6 +437,7 @@ void session_close(struct session *S)
 	for (size_t k = 0; k < S->nw; k++)
 		free(S->paths[k]);
 	free(S->outs);
+	free(S->gone);
 	free(S->meta_path);
 	out_set_free(S->files);
 	free(S);

@@ -173,6 +173,11 @@ const struct timebase *session_timebase(const struct session *s, size_t i);
  * or when the run never started (its .part files were removed).
  */
 const char *const *session_outputs(const struct session *s);
+/*
+ * After session_stop: the files of an earlier run under the same NAME that
+ * were removed with its set (another -f), NULL-terminated (docs/formats/csv.md).
+ */
+const char *const *session_replaced(const struct session *s);
 void session_close(struct session *s);
 
 /*

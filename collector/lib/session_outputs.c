@@ -259,9 +259,12 @@ int ses_outputs_finish(struct session *S, char *err, size_t errlen)
 	int rc = out_set_commit(S->files, (const char *const *)old, err, errlen);
 	free_names(old);
 	free_names(known);
-	size_t n = out_set_count(S->files);
+	size_t n = out_set_count(S->files), nr = out_set_nremoved(S->files);
 	S->outs = calloc(n + 1, sizeof(*S->outs));
 	for (size_t i = 0; S->outs && i < n; i++)
 		S->outs[i] = out_set_final(S->files, i);
+	S->gone = calloc(nr + 1, sizeof(*S->gone));
+	for (size_t i = 0; S->gone && i < nr; i++)
+		S->gone[i] = out_set_removed(S->files, i);
 	return rc;
 }

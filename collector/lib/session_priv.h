@@ -108,6 +108,7 @@ struct session {
 	struct out_set *files;
 	char *meta_path;
 	const char **outs;        /* session_outputs(): the committed files */
+	const char **gone;        /* session_replaced(): an earlier run's files removed with its set */
 	const struct series_stream *mst[SESSION_MAX_GPUS * (DEC_MAX_XCC + 1)];
 	uint64_t rows[SESSION_MAX_GPUS * (DEC_MAX_XCC + 1)];
 	size_t nmst, last_mst;
