@@ -387,6 +387,30 @@ static void test_failed_writer(void)
 	json_decref(m);
 }
 
+/* The single-stream outputs too: the raw container and the tick CSV with its layout, renamed at the end. */
+static void test_raw_and_ticks(void)
+{
+	char dir[PATH_MAX], raw[PATH_MAX], csv[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path("single"));
+	mkdir(dir, 0755);
+	snprintf(raw, sizeof(raw), "%s/r.spmraw", dir);
+	snprintf(csv, sizeof(csv), "%s/t.csv", dir);
+	const char *r[] = { "record", "--raw", "-o", raw, "--duration", "1", NULL };
+	CU_ASSERT_EQUAL(run(r, path("single.err")), 0);
+	const char *t[] = { "record", "--spm", "SQ_WAVES", "-o", csv, "--duration", "1", NULL };
+	CU_ASSERT_EQUAL(run(t, path("single.err")), 0);
+	CU_ASSERT_STRING_EQUAL(listing(dir), "r.spmraw t.csv t.layout.json");
+	/* a bad app: nothing is written, the earlier files are as they were */
+	char *before = sums(dir);
+	const char *bad[] = { "record", "--spm", "SQ_WAVES", "-o", csv, "--duration", "1", "--", "./no-such-app",
+			      NULL };
+	CU_ASSERT_EQUAL(run(bad, path("single.err")), 127);
+	char *after = sums(dir);
+	CU_ASSERT_STRING_EQUAL(after, before);
+	free(before);
+	free(after);
+}
+
 /* Item 10: -o with the format's extension, an absolute -o, a relative one with a directory. */
 static void test_paths(void)
 {
@@ -458,6 +482,7 @@ int main(int argc, char **argv)
 		{ "kill9", test_kill9, need_emulator },
 		{ "sigterm", test_sigterm, need_emulator },
 		{ "failed_writer", test_failed_writer, need_emulator },
+		{ "raw_and_ticks", test_raw_and_ticks, need_emulator },
 		{ "paths", test_paths, need_emulator },
 		{ "placeholders", test_placeholders, need_emulator },
 		{ NULL, NULL, NULL },
