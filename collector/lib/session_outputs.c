@@ -256,6 +256,11 @@ int ses_outputs_finish(struct session *S, char *err, size_t errlen)
 	char **old = S->meta_path ? name_set(S, true) : NULL;
 	char **known = S->meta_path ? name_set(S, false) : NULL;
 	out_set_drop_parts(S->files, (const char *const *)known);
+	/* A metadata rewrite a kill interrupted (write_meta_file's new file). */
+	char tmp[4096];
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s%s.tmp", S->meta_path ? S->meta_path : "", OUTSET_PART) <
+		    sizeof(tmp) && S->meta_path)
+		unlink(tmp);
 	int rc = out_set_commit(S->files, (const char *const *)old, err, errlen);
 	free_names(old);
 	free_names(known);
