@@ -298,7 +298,8 @@ static void test_busy(void)
 	/* Wait until the first one holds SPM: its file gets data. */
 	struct stat st;
 	for (int i = 0; i < 100; i++) {
-		if (stat(path("f1.raw"), &st) == 0 && st.st_size > 64 + 32 + 512)
+		/* f1.raw.part while it records (outputs are renamed at the end, docs/raw-format.md) */
+		if (stat(path("f1.raw.part"), &st) == 0 && st.st_size > 64 + 32 + 512)
 			break;
 		usleep(50000);
 	}

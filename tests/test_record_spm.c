@@ -635,7 +635,8 @@ static void test_sigint(void)
 	pid_t pid = spawn(args, NULL, path("d.err"));
 	struct stat sb;
 	for (int i = 0; i < 100; i++) {
-		if (stat(path("d.csv"), &sb) == 0 && sb.st_size > 4096)
+		/* d.csv.part while it records (renamed at the end, docs/cli/spmtap-record.md "Outputs") */
+		if (stat(path("d.csv.part"), &sb) == 0 && sb.st_size > 4096)
 			break;
 		usleep(50000);
 	}

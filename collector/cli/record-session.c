@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collector/analysis/phases.h"
+#include "collector/cli/outname.h"
 #include "collector/cli/record.h"
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
@@ -34,21 +35,38 @@ static bool wants_formats(const struct rec_opts *o)
 			   (o->device && (strchr(o->device, ',') || !strcmp(o->device, "all"))));
 }
 
-/* x.csv -> x.layout.json; anything else gets .layout.json appended. */
-static int write_layout(const char *out, const char *text)
+/*
+ * x.csv -> x.layout.json; anything else gets .layout.json appended.  Written
+ * as p.layout.json.part, like the CSV it describes, and renamed with it at
+ * the end (layout_done): a run that never starts leaves the earlier one.
+ */
+static int write_layout(const char *out, const char *text, char *p, size_t plen)
 {
 	size_t n = strlen(out);
 	if (n > 4 && !strcmp(out + n - 4, ".csv"))
 		n -= 4;
-	char p[4096];
-	snprintf(p, sizeof(p), "%.*s.layout.json", (int)n, out);
-	FILE *f = fopen(p, "we");
+	snprintf(p, plen, "%.*s.layout.json", (int)n, out);
+	char part[4200];
+	snprintf(part, sizeof(part), "%s.part", p);
+	FILE *f = fopen(part, "we");
 	int bad = !f || fputs(text, f) < 0 || fputc('\n', f) < 0;
 	if (f && fclose(f))
 		bad = 1;
 	if (bad)
-		fprintf(stderr, "spmtap record: %s: %s\n", p, strerror(errno));
+		fprintf(stderr, "spmtap record: %s: %s\n", part, strerror(errno));
 	return bad ? EXIT_FAIL : EXIT_OK;
+}
+
+/* The layout's .part renamed (the run recorded) or removed (it never started). */
+static void layout_done(char *p, bool keep)
+{
+	char part[4200];
+	if (!p[0])
+		return;
+	snprintf(part, sizeof(part), "%s.part", p);
+	if (keep ? rename(part, p) : unlink(part))
+		fprintf(stderr, "spmtap record: %s: %s\n", part, strerror(errno));
+	p[0] = 0;
 }
 
 static void outerr(const char *msg)
@@ -151,21 +169,11 @@ static void summary(struct session *S, double secs)
 			" trailing, %" PRIu64 " pre-program bytes (first buffer)", st.gpu, pre, trail,
 			st.first_buffer_bytes);
 	}
-	for (const char *const *p = session_outputs(S); *p; p++) {
-		size_t l = strlen(*p);
-		if (l < 4 || strcmp(*p + l - 4, ".csv")) {
-			fprintf(stderr, "spmtap record: wrote %s\n", *p);
-			continue;
-		}
-		/* the CSV writer makes one file per source next to NAME (docs/formats/csv.md) */
-		static const char *const parts[] = { "_spm.csv", "_smi.csv", "_phases.csv", "_meta.json" };
-		for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
-			char f[4096];
-			snprintf(f, sizeof(f), "%.*s%s", (int)(l - 4), *p, parts[k]);
-			if (access(f, F_OK) == 0)
-				fprintf(stderr, "spmtap record: wrote %s\n", f);
-		}
-	}
+	/* The files of this run, under their final names (an earlier run's set is gone with it). */
+	for (const char *const *p = session_outputs(S); *p; p++)
+		fprintf(stderr, "spmtap record: wrote %s\n", *p);
+	for (const char *const *p = session_replaced(S); *p; p++)
+		fprintf(stderr, "spmtap record: removed %s (the earlier run under this name, with other -f)\n", *p);
 }
 
 /*
@@ -257,7 +265,100 @@ static bool wants_emulator_phases(const struct rec_opts *o)
 	return false;
 }
 
-int record_session(const struct rec_opts *o)
+/*
+ * The application as execvp will find it (a name with a slash as it is,
+ * else the first match on PATH), checked before any file is touched: a
+ * typo must not cost an earlier recording.  0, or 127 (not found) / 126
+ * (not executable) with the shell's sentence printed.
+ */
+static int find_app(const char *app)
+{
+	struct stat sb;
+	int found = ENOENT;
+	if (strchr(app, '/')) {
+		if (stat(app, &sb))
+			found = errno;
+		else if (!S_ISREG(sb.st_mode) || access(app, X_OK))
+			found = EACCES;
+		else
+			return 0;
+	} else {
+		const char *path = getenv("PATH");
+		char def[256];
+		if (!path) { /* execvp's default */
+			confstr(_CS_PATH, def, sizeof(def));
+			path = def;
+		}
+		for (const char *d = path; *d && *app;) {
+			size_t n = strcspn(d, ":");
+			char p[4096];
+			snprintf(p, sizeof(p), "%.*s%s%s", (int)n, n ? d : ".", n ? "/" : "", app);
+			if (!stat(p, &sb)) {
+				if (S_ISREG(sb.st_mode) && !access(p, X_OK))
+					return 0;
+				found = EACCES;
+			}
+			d += n + (d[n] == ':');
+		}
+	}
+	fprintf(stderr, "spmtap record: %s: %s%s\n", app, strerror(found),
+		strchr(app, '/') ? "" : " (not found on PATH)");
+	return found == EACCES ? 126 : 127;
+}
+
+/*
+ * -d and -o with rocprofv3's placeholders replaced, and in -f mode
+ * resolved into the directory and NAME (outname.h).  EXIT_OK or EXIT_USAGE.
+ */
+static int out_names(struct rec_opts *o, bool formats, char **dir, char **name, char **out)
+{
+	struct outname_env env;
+	char err[512];
+	int rc = 0;
+	outname_env_init(&env);
+	char *d = o->dir ? outname_expand(o->dir, &env, &rc, err, sizeof(err)) : NULL;
+	char *x = !rc && o->out ? outname_expand(o->out, &env, &rc, err, sizeof(err)) : NULL;
+	if (!rc && formats)
+		rc = outname_resolve(d, x, dir, name, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "spmtap record: %s\n", err);
+		free(d);
+		free(x);
+		return EXIT_USAGE;
+	}
+	if (!formats) {
+		*dir = d;
+		d = NULL;
+		o->dir = *dir;
+	}
+	free(d);
+	*out = x;
+	if (x)
+		o->out = x;
+	return EXIT_OK;
+}
+
+static int run(const struct rec_opts *o, const char *odir, const char *oname);
+
+int record_session(const struct rec_opts *opts)
+{
+	struct rec_opts ox = *opts;
+	if (ox.app) {
+		int ast = find_app(ox.app[0]);
+		if (ast)
+			return ast;
+	}
+	char *odir = NULL, *oname = NULL, *oout = NULL;
+	int st = out_names(&ox, wants_formats(&ox), &odir, &oname, &oout);
+	if (st == EXIT_OK)
+		st = run(&ox, odir, oname);
+	free(odir);
+	free(oname);
+	free(oout);
+	return st;
+}
+
+static int run(const struct rec_opts *o, const char *odir, const char *oname)
 {
 	struct cli_target t;
 	int st = cli_target_devices(&t, "record");
@@ -299,8 +400,9 @@ int record_session(const struct rec_opts *o)
 		cli_target_free(&t);
 		return st;
 	}
-	const char *name = o->out ? o->out : "spmtap";
-	if (o->dir && session_make_dir(o->dir, err, sizeof(err)) < 0) {
+	const char *name = oname ? oname : o->out ? o->out : "spmtap";
+	const char *outdir = oname ? odir : o->dir;
+	if (outdir && session_make_dir(outdir, err, sizeof(err)) < 0) {
 		fprintf(stderr, "spmtap record: %s\n", err);
 		cli_target_free(&t);
 		return EXIT_FAIL;
@@ -335,13 +437,14 @@ int record_session(const struct rec_opts *o)
 		.nbuffers = o->nbuffers, .buffer_size = o->buffer_size,
 		.spm_clock_hz = o->spm_clock_hz, .smi_metrics = smi,
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
-		.dir = o->dir ? o->dir : ".", .name = name, .formats = fmts, .nformats = nfmt,
+		.dir = outdir ? outdir : ".", .name = name, .formats = fmts, .nformats = nfmt,
 		.command_line = cmdline, .markers = o->app != NULL,
 		.raw_path = o->raw ? o->out : NULL,
 		.ticks_csv = formats || o->raw ? NULL : o->out ? o->out : "-",
 		.device_spec = o->device, .duration_s = o->duration,
 	};
 	struct emu_sched sched = { 0 };
+	char layout[4096] = ""; /* the tick CSV's layout file while its .part is pending */
 	int rc = session_open(&S, &so, err, sizeof(err));
 	if (rc < 0) {
 		outerr(err);
@@ -351,7 +454,8 @@ int record_session(const struct rec_opts *o)
 	if (o->size_given && session_size_note(S, 0)[0])
 		outerr(session_size_note(S, 0));
 	/* The tick CSV's layout descriptor goes beside it, as `spmtap decode --layout` reads it. */
-	if (so.ticks_csv && strcmp(so.ticks_csv, "-") && (st = write_layout(o->out, session_layout(S, 0))))
+	if (so.ticks_csv && strcmp(so.ticks_csv, "-") &&
+	    (st = write_layout(o->out, session_layout(S, 0), layout, sizeof(layout))))
 		goto out;
 	sigset_t old;
 	rec_signals_install();
@@ -440,6 +544,7 @@ int record_session(const struct rec_opts *o)
 	if (rec_stop_signal)
 		session_set_stop_reason(S, strsignal(rec_stop_signal));
 	rc = session_stop(S, err, sizeof(err));
+	layout_done(layout, true);
 	if (!formats) {
 		rec_summary_stream(S, o, secs);
 	} else {
@@ -470,6 +575,7 @@ int record_session(const struct rec_opts *o)
 		st = app_status >= 0 ? app_status : EXIT_FAIL;
 	}
 out:
+	layout_done(layout, false);
 	free_phase_files(filep, nfilep);
 	session_close(S);
 	free(cmdline);

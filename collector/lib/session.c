@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "collector/lib/marker_reader.h"
+#include "collector/lib/outset.h"
 #include "collector/lib/session_priv.h"
 #include "collector/lib/timebase.h"
 #include "log.h"
@@ -218,6 +219,8 @@ int session_start(struct session *S, char *err, size_t errlen)
 		}
 out:
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* Only a run that started replaces earlier outputs (ses_outputs_finish). */
+	S->start_ok = rc == 0;
 	return rc;
 }
 
@@ -366,15 +369,26 @@ int session_stop(struct session *S, char *err, size_t errlen)
 			if (rc < 0)
 				ses_set_error(S, rc, e);
 		}
-		e[0] = 0;
-		rc = S->wops[k]->end(S->w[k], e, sizeof(e));
-		S->w[k] = NULL;
-		if (rc < 0)
-			ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
 	}
 	free(tbs);
 	free(accs);
 	free(mks);
+	/* The whole metadata, "complete" unless something failed, into every output before it ends. */
+	e[0] = 0;
+	int mrc = ses_meta_update(S, true, e, sizeof(e));
+	if (mrc < 0)
+		ses_set_error(S, mrc, e[0] ? e : spmtap_strerror(mrc));
+	int err0 = S->error;
+	for (size_t k = 0; k < S->nw; k++) {
+		e[0] = 0;
+		int rc = S->wops[k]->end(S->w[k], e, sizeof(e));
+		S->w[k] = NULL;
+		if (rc < 0)
+			ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
+	}
+	/* A writer that failed at its end: the metadata file says the recording is not complete. */
+	if (S->error && !err0)
+		(void)ses_meta_update(S, true, NULL, 0);
 	if (S->raw) {
 		e[0] = 0;
 		int rc = raw_writer_finish(S->raw, raw_writer_error(S->raw)[0] ? NULL : ses_raw_end_json(S), e,
@@ -383,6 +397,11 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		if (rc < 0)
 			ses_set_error(S, rc, e);
 	}
+	/* Every file renamed to its final name together (or, for a run that never started, removed). */
+	e[0] = 0;
+	int frc = ses_outputs_finish(S, e, sizeof(e));
+	if (frc < 0)
+		ses_set_error(S, frc, e);
 	if (S->error)
 		spmtap_seterr(err, errlen, -S->error, "%s", S->err);
 	return S->error;
@@ -395,7 +414,17 @@ const struct timebase *session_timebase(const struct session *S, size_t i)
 	return i < S->ng ? S->g[i].tb : NULL;
 }
 
-const char *const *session_outputs(const struct session *S) { return (const char *const *)S->paths; }
+const char *const *session_outputs(const struct session *S)
+{
+	static const char *const none[] = { NULL };
+	return S->outs ? (const char *const *)S->outs : none;
+}
+
+const char *const *session_replaced(const struct session *S)
+{
+	static const char *const none[] = { NULL };
+	return S->gone ? (const char *const *)S->gone : none;
+}
 
 void session_close(struct session *S)
 {
@@ -406,6 +435,8 @@ void session_close(struct session *S)
 	for (size_t k = 0; k < S->nw; k++)
 		if (S->w[k])
 			S->wops[k]->end(S->w[k], NULL, 0);
+	/* Opened but never run (a failed open or start): its .part files go, earlier outputs stay. */
+	ses_outputs_finish(S, NULL, 0);
 	spsc_close(&S->q);
 	if (S->writer_running)
 		pthread_join(S->writer_thr, NULL);
@@ -421,5 +452,9 @@ void session_close(struct session *S)
 	mk_reader_free(S->mk);
 	for (size_t k = 0; k < S->nw; k++)
 		free(S->paths[k]);
+	free(S->outs);
+	free(S->gone);
+	free(S->meta_path);
+	out_set_free(S->files);
 	free(S);
 }

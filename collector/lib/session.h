@@ -186,8 +186,17 @@ uint32_t session_gpu_saturation_interval(const struct session *s, size_t i, cons
 /* GPU i's timebase (timebase.h), for tests and the public API; valid until session_close. */
 struct timebase;
 const struct timebase *session_timebase(const struct session *s, size_t i);
-/* The output files ("DIR/NAME.db", ...), NULL-terminated. */
+/*
+ * After session_stop: the files of the run under their final names
+ * ("DIR/NAME.db", "DIR/NAME_meta.json", ...), NULL-terminated; empty before,
+ * or when the run never started (its .part files were removed).
+ */
 const char *const *session_outputs(const struct session *s);
+/*
+ * After session_stop: the files of an earlier run under the same NAME that
+ * were removed with its set (another -f), NULL-terminated (docs/formats/csv.md).
+ */
+const char *const *session_replaced(const struct session *s);
 void session_close(struct session *s);
 
 /*

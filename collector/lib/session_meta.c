@@ -15,13 +15,14 @@
 #include <unistd.h>
 
 #include "collector/lib/marker_reader.h"
+#include "collector/lib/outset.h"
 #include "collector/lib/session_priv.h"
 #include "collector/lib/timebase.h"
 #include "log.h"
 #include "spm/plan.h"
 #include "spmtap.h"
 
-static json_t *meta_json(struct session *S)
+json_t *ses_extra_json(struct session *S)
 {
 	json_t *devs = json_array(), *ctrs = json_array(), *fmts = json_array(), *smi = json_array();
 	for (size_t i = 0; i < S->ng; i++) {
@@ -49,8 +50,12 @@ static json_t *meta_json(struct session *S)
 		if (g->smi_note[0])
 			json_array_append_new(smi, json_string(g->smi_note));
 	}
-	/* Every stream with its columns' units and its tick domain, so readers of the CSV need no tables. */
+	/*
+	 * Every stream with its columns' units and its tick domain, so readers of
+	 * the CSV need no tables; and its rows written so far (ses_meta_update).
+	 */
 	json_t *streams = json_array();
+	size_t idx = 0;
 	for (size_t i = 0; i < S->ng; i++) {
 		struct sgpu *g = &S->g[i];
 		for (uint32_t x = 0; x <= g->nseries; x++) {
@@ -62,15 +67,17 @@ static json_t *meta_json(struct session *S)
 			for (uint32_t c = 0; c < st->ncols; c++)
 				json_array_append_new(cols, json_pack("{s:s, s:s}", "name", st->cols[c].name, "unit",
 								      st->cols[c].unit ? st->cols[c].unit : ""));
-			json_array_append_new(streams, json_pack("{s:s, s:i, s:i, s:s?, s:o}", "source", st->source,
-								 "gpu", (int)st->gpu, "xcc", (int)st->xcc,
-								 "tick_domain", st->tick_domain, "columns", cols));
+			json_array_append_new(streams, json_pack("{s:s, s:i, s:i, s:s?, s:o, s:I}", "source",
+				st->source, "gpu", (int)st->gpu, "xcc", (int)st->xcc, "tick_domain", st->tick_domain,
+				"columns", cols, "rows", (json_int_t)(idx < S->nmst ? S->rows[idx] : 0)));
+			idx++;
 		}
 	}
 	for (size_t i = 0; i < S->o.ncounters; i++)
 		json_array_append_new(ctrs, json_string(S->o.counters[i]));
-	for (size_t i = 0; i < S->nw; i++)
-		json_array_append_new(fmts, json_string(S->wops[i]->name));
+	/* The -f formats asked for (the writers are not open yet when this is first written). */
+	for (size_t i = 0; i < S->o.nformats; i++)
+		json_array_append_new(fmts, json_string(S->o.formats[i]->name));
 	return json_pack("{s:o, s:o, s:o, s:o, s:f, s:s, s:I, s:o, s:b}", "devices", devs, "streams", streams,
 			 "counters",
 			 ctrs, "formats", fmts, "spm_clock_hz", S->spm_hz, "spm_clock_assumption",
@@ -86,15 +93,17 @@ int ses_open_writers(struct session *S, char *err, size_t errlen)
 	const struct session_opts *o = &S->o;
 	const char *dir = o->dir && *o->dir ? o->dir : ".";
 	const char *name = o->name && *o->name ? o->name : "spmtap";
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	json_t *mj = meta_json(S);
+	gethostname(S->host, sizeof(S->host) - 1);
+	S->start_boot_ns = ses_now_ns(CLOCK_BOOTTIME);
+	if (!S->files && out_set_new(&S->files) < 0)
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+	json_t *mj = ses_extra_json(S);
 	char *extra = mj ? json_dumps(mj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	json_decref(mj);
 	struct writer_meta meta = {
 		.spmtap_version = spmtap_version_string(), .command_line = o->command_line,
-		.hostname = host, .start_boottime_ns = ses_now_ns(CLOCK_BOOTTIME),
-		.spm_clock_hz = S->spm_hz, .extra_json = extra,
+		.hostname = S->host, .start_boottime_ns = S->start_boot_ns,
+		.spm_clock_hz = S->spm_hz, .extra_json = extra, .files = S->files,
 	};
 	int rc = 0;
 	for (size_t k = 0; k < o->nformats && !rc; k++) {
@@ -145,7 +154,17 @@ int ses_open_writers(struct session *S, char *err, size_t errlen)
 				rc = S->wops[k]->begin(S->w[k], s, err, errlen);
 			if (!rc && o->on_stream)
 				o->on_stream(s, o->user);
+			if (S->nmst < sizeof(S->mst) / sizeof(S->mst[0]))
+				S->mst[S->nmst++] = s;
 		}
+	}
+	/* The metadata first, before any row: NAME_meta.json(.part) says "complete": false. */
+	if (!rc && o->nformats) {
+		size_t n = strlen(dir) + strlen(name) + sizeof("/_meta.json");
+		if (!(S->meta_path = malloc(n)))
+			return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+		snprintf(S->meta_path, n, "%s/%s_meta.json", dir, name);
+		rc = ses_meta_update(S, false, err, errlen);
 	}
 	return rc;
 }
@@ -267,12 +286,18 @@ static json_t *raw_meta_json(struct session *S, struct sgpu *g)
 
 int ses_open_raw(struct session *S, struct sgpu *g, char *err, size_t errlen)
 {
+	/* FINAL.part while recording, renamed with the rest of the set (outset.h). */
+	char *part = NULL;
+	if ((!S->files && out_set_new(&S->files) < 0) || !(part = out_set_part(S->files, S->o.raw_path)))
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	struct raw_writer_opts ro = {
-		.path = S->o.raw_path, .dev = g->dev, .backend = S->bops->name,
+		.path = part, .dev = g->dev, .backend = S->bops->name,
 		.shape = spm_stream_shape(g->st), .buffer_size = g->size,
 		.nbuffers = S->o.nbuffers ? S->o.nbuffers : FEEDER_DEFAULT_BUFFERS,
 	};
-	return raw_writer_open(&S->raw, &ro, raw_meta_json(S, g), err, errlen);
+	int rc = raw_writer_open(&S->raw, &ro, raw_meta_json(S, g), err, errlen);
+	free(part);
+	return rc;
 }
 
 json_t *ses_raw_end_json(struct session *S)

@@ -116,7 +116,27 @@ struct session {
 	int64_t decode_stall_at, decode_stall_dur, writer_stall_at, writer_stall_dur;
 	double spm_hz;
 	uint32_t next_stream_id;
+	/*
+	 * The recording's files (outset.h): written as .part, renamed together
+	 * when the run ends.  meta_path: DIR/NAME_meta.json with -f formats.
+	 * rows[i]: rows of stream mst[i] (extra.streams order) the writers have
+	 * taken, the writer thread's (read after it is joined).
+	 */
+	struct out_set *files;
+	char *meta_path;
+	const char **outs;        /* session_outputs(): the committed files */
+	const char **gone;        /* session_replaced(): an earlier run's files removed with its set */
+	const struct series_stream *mst[SESSION_MAX_GPUS * (DEC_MAX_XCC + 1)];
+	uint64_t rows[SESSION_MAX_GPUS * (DEC_MAX_XCC + 1)];
+	size_t nmst, last_mst;
+	int64_t start_boot_ns;
+	char host[256];
+	bool start_ok, committed;
+	int64_t meta_mono;        /* when the metadata was last rewritten (CLOCK_MONOTONIC) */
 };
+
+/* The metadata and the files are brought up to date at least this often (docs/formats/csv.md). */
+#define SES_META_PERIOD_MS 500
 
 int64_t ses_now_ns(clockid_t c);
 void ses_sleep_ms(int64_t ms);
@@ -149,6 +169,20 @@ int ses_open_raw(struct session *S, struct sgpu *g, char *err, size_t errlen);
 /* Its end record: what was recorded and lost, per XCC. */
 json_t *ses_raw_end_json(struct session *S);
 json_t *ses_timebase_json(struct session *S);
+/* The metadata's "extra": devices, streams (with their rows so far), counters, formats, options. */
+json_t *ses_extra_json(struct session *S);
+/*
+ * The recording's metadata, NAME_meta.json's object, brought up to date:
+ * every writer flushed, then the object rewritten into NAME_meta.json(.part)
+ * and handed to every writer's meta op.  final: after the run (the whole
+ * accounting, timebase and markers; "complete" unless the session failed).
+ * Only the thread that owns the writers calls it.  0 or -errno.
+ */
+int ses_meta_update(struct session *S, bool final, char *err, size_t errlen);
+/* The end of the outputs: commit the file set (a started run) or discard it. */
+int ses_outputs_finish(struct session *S, char *err, size_t errlen);
+/* The stream's index in extra.streams (rows[]), or -1. */
+int ses_stream_index(struct session *S, const struct series_stream *s);
 json_t *ses_accounting_json(struct session *S);
 
 #endif

@@ -15,13 +15,31 @@
 #include "collector/lib/timebase.h"
 #include "log.h"
 
+/* The files flushed and the metadata rewritten, at least once a second (session_outputs.c). */
+static void meta_tick(struct session *S)
+{
+	char e[SES_ERRLEN] = "";
+	if (atomic_load(&S->failed))
+		return;
+	int rc = ses_meta_update(S, false, e, sizeof(e));
+	if (rc < 0)
+		ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
+}
+
 void *ses_writer_main(void *arg)
 {
 	struct session *S = arg;
 	bool stalled = false;
 	void *p;
 	char e[SES_ERRLEN];
-	while (spsc_pop(&S->q, &p, -1) == 0) {
+	for (;;) {
+		int r = spsc_pop(&S->q, &p, SES_META_PERIOD_MS / 2);
+		if (r == -ENODATA)
+			break;
+		if (ses_now_ns(CLOCK_MONOTONIC) - S->meta_mono >= SES_META_PERIOD_MS * 1000000ll)
+			meta_tick(S);
+		if (r < 0)
+			continue;
 		struct ses_item *it = p;
 		if (S->writer_stall_at >= 0 && !stalled &&
 		    ses_now_ns(CLOCK_MONOTONIC) - S->t0_mono >= S->writer_stall_at * 1000000) {
@@ -40,14 +58,20 @@ void *ses_writer_main(void *arg)
 			continue;
 		}
 		if (!atomic_load(&S->failed)) {
+			bool ok = true;
 			for (size_t k = 0; k < S->nw; k++) {
 				e[0] = 0;
 				int rc = S->wops[k]->write(S->w[k], &it->c, e, sizeof(e));
 				if (rc < 0) {
 					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
+					ok = false;
 					break;
 				}
 			}
+			/* Rows every writer took: the metadata's extra.streams[i].rows. */
+			int si = ok ? ses_stream_index(S, it->c.stream) : -1;
+			if (si >= 0)
+				S->rows[si] += it->c.n;
 			if (S->o.on_chunk && !atomic_load(&S->failed)) {
 				int rc = S->o.on_chunk(&it->c, S->o.user);
 				if (rc)

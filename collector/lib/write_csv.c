@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/lib/outset.h"
 #include "collector/lib/write_csv.h"
 #include "collector/lib/writer.h"
 
@@ -177,21 +178,21 @@ static int ticks_fail(struct writer *w, int rc, char *err, size_t errlen)
 	return rc;
 }
 
-static int ticks_open(struct writer **out, const char *path, const struct writer_meta *meta,
+static int ticks_open(struct writer **out, const char *final, const struct writer_meta *meta,
 		      char *err, size_t errlen)
 {
-	(void)meta;
-	bool std = !strcmp(path, "-");
+	bool std = !strcmp(final, "-");
 	struct writer *w = calloc(1, sizeof(*w));
-	if (!w || !(w->path = strdup(std ? "standard output" : path))) {
+	/* A file is FINAL.part while recording, renamed with the rest of the set (outset.h). */
+	if (!w || !(w->path = std ? strdup("standard output") : out_set_part(meta ? meta->files : NULL, final))) {
 		free(w);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	w->fd = std ? STDOUT_FILENO : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	w->fd = std ? STDOUT_FILENO : open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0 || csv_open_fd(w->fd, CSV_XCC_COLUMN, &w->csv) < 0) {
 		int rc = w->fd < 0 ? -errno : -ENOMEM;
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		snprintf(err, errlen, "%s: %s", w->path, strerror(-rc));
 		if (w->fd > STDOUT_FILENO)
 			close(w->fd);
 		free(w->path);
@@ -247,7 +248,14 @@ static int ticks_end(struct writer *w, char *err, size_t errlen)
 	return rc;
 }
 
+/* The rows so far to the file (the session calls it at least once a second). */
+static int ticks_flush(struct writer *w, char *err, size_t errlen)
+{
+	int rc = drain(w->csv);
+	return rc < 0 ? ticks_fail(w, rc, err, errlen) : 0;
+}
+
 const struct writer_ops writer_csv_ticks = {
 	.name = "csv-ticks", .ext = ".csv", .open = ticks_open, .begin = ticks_begin,
-	.write = ticks_write, .end = ticks_end,
+	.write = ticks_write, .end = ticks_end, .flush = ticks_flush,
 };

@@ -6,7 +6,10 @@
  *   DIR/NAME_smi.csv   gpu,host_ns,sensor_ts,<metrics>
  *   DIR/NAME_phases.csv start_ns,end_ns,name (the phases format of
  *                      docs/formats/sensor-trace.md, so `spmtap report` reads it)
- *   DIR/NAME_meta.json the recording's metadata (rewritten at end with notes)
+ * (the recording's metadata, DIR/NAME_meta.json, is the session's: it
+ * lists these files.)  Each file is written as FINAL.part when the
+ * writer_meta names a file set (outset.h); flush() pushes the stdio
+ * buffers to the files (the session calls it at least once a second).
  * A source's file is created at its first stream; its header is the union
  * of the columns (by name, in declaration order) of every stream of that
  * source declared before its first chunk, so all streams are declared
@@ -15,13 +18,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/lib/outset.h"
 #include "collector/lib/writer.h"
 
 #define CSVS_MAX_COLS 1024u
@@ -55,10 +58,10 @@ struct csvs_stream {
 
 struct writer {
 	char *base; /* DIR/NAME */
+	struct out_set *files;
 	struct csvs_file spm, smi, phases;
 	struct csvs_stream st[CSVS_MAX_STREAMS];
 	uint32_t nst;
-	json_t *meta;
 	int error;
 };
 
@@ -96,20 +99,6 @@ static char *path_with(const char *base, const char *suffix)
 	return p;
 }
 
-static int write_meta_file(struct writer *w, char *err, size_t errlen)
-{
-	char *p = path_with(w->base, "_meta.json");
-	if (!p)
-		return fail(w, ENOMEM, err, errlen, "out of memory");
-	int rc = json_dump_file(w->meta, p, JSON_INDENT(2) | JSON_SORT_KEYS);
-	if (rc) {
-		int e = errno ? errno : EIO;
-		rc = fail(w, e, err, errlen, "%s: %s", p, strerror(e));
-	}
-	free(p);
-	return rc;
-}
-
 static int csvs_open(struct writer **out, const char *path, const struct writer_meta *meta,
 		     char *err, size_t errlen)
 {
@@ -120,33 +109,11 @@ static int csvs_open(struct writer **out, const char *path, const struct writer_
 	if (n > 4 && !strcmp(path + n - 4, ".csv"))
 		n -= 4;
 	w->base = strndup(path, n);
-	w->meta = json_object();
-	if (!w->base || !w->meta) {
-		free(w->base);
-		json_decref(w->meta);
+	if (!w->base) {
 		free(w);
 		return fail(NULL, ENOMEM, err, errlen, "out of memory");
 	}
-	json_object_set_new(w->meta, "time_base", json_string("CLOCK_BOOTTIME ns"));
-	if (meta) {
-		json_object_set_new(w->meta, "spmtap_version", json_string(meta->spmtap_version ? meta->spmtap_version : ""));
-		json_object_set_new(w->meta, "command_line", json_string(meta->command_line ? meta->command_line : ""));
-		json_object_set_new(w->meta, "hostname", json_string(meta->hostname ? meta->hostname : ""));
-		json_object_set_new(w->meta, "start_boottime_ns", json_integer(meta->start_boottime_ns));
-		json_object_set_new(w->meta, "spm_clock_hz", json_real(meta->spm_clock_hz));
-		if (meta->extra_json) {
-			json_t *x = json_loads(meta->extra_json, 0, NULL);
-			json_object_set_new(w->meta, "extra", x ? x : json_string(meta->extra_json));
-		}
-	}
-	json_object_set_new(w->meta, "files", json_object());
-	int rc = write_meta_file(w, err, errlen);
-	if (rc) {
-		free(w->base);
-		json_decref(w->meta);
-		free(w);
-		return rc;
-	}
+	w->files = meta ? meta->files : NULL;
 	*out = w;
 	return 0;
 }
@@ -156,7 +123,9 @@ static int file_open(struct writer *w, struct csvs_file *cf, enum csvs_kind kind
 	if (cf->f)
 		return 0;
 	cf->kind = kind;
-	cf->path = path_with(w->base, csvs_kinds[kind].suffix);
+	char *final = path_with(w->base, csvs_kinds[kind].suffix);
+	cf->path = final ? out_set_part(w->files, final) : NULL;
+	free(final);
 	if (!cf->path)
 		return fail(w, ENOMEM, err, errlen, "out of memory");
 	cf->f = fopen(cf->path, "we");
@@ -165,9 +134,6 @@ static int file_open(struct writer *w, struct csvs_file *cf, enum csvs_kind kind
 	cf->buf = malloc(1 << 16);
 	if (cf->buf)
 		setvbuf(cf->f, cf->buf, _IOFBF, 1 << 16);
-	const char *slash = strrchr(cf->path, '/');
-	json_object_set_new(json_object_get(w->meta, "files"), csvs_kinds[kind].key,
-			    json_string(slash ? slash + 1 : cf->path));
 	return 0;
 }
 
@@ -321,12 +287,12 @@ static int csvs_slice(struct writer *w, const struct series_slice *sl, char *err
 	return 0;
 }
 
-static int csvs_note(struct writer *w, const char *key, const char *json, char *err, size_t errlen)
+static int csvs_flush(struct writer *w, char *err, size_t errlen)
 {
-	(void)err;
-	(void)errlen;
-	json_t *x = json_loads(json, 0, NULL);
-	json_object_set_new(w->meta, key, x ? x : json_string(json));
+	struct csvs_file *all[] = { &w->spm, &w->smi, &w->phases };
+	for (size_t i = 0; i < 3; i++)
+		if (all[i]->f && fflush(all[i]->f))
+			return io_fail(w, all[i], err, errlen);
 	return 0;
 }
 
@@ -360,12 +326,8 @@ static int csvs_end(struct writer *w, char *err, size_t errlen)
 	rc = file_close(w, &w->spm, rc, err, errlen);
 	rc = file_close(w, &w->smi, rc, err, errlen);
 	rc = file_close(w, &w->phases, rc, err, errlen);
-	int mrc = write_meta_file(w, rc ? NULL : err, rc ? 0 : errlen);
-	if (!rc)
-		rc = mrc;
 	for (uint32_t i = 0; i < w->nst; i++)
 		free(w->st[i].map);
-	json_decref(w->meta);
 	free(w->base);
 	free(w);
 	return rc;
@@ -373,5 +335,5 @@ static int csvs_end(struct writer *w, char *err, size_t errlen)
 
 const struct writer_ops writer_csv = {
 	.name = "csv", .ext = ".csv", .probe = csvs_probe, .open = csvs_open,
-	.begin = csvs_begin, .write = csvs_write, .slice = csvs_slice, .end = csvs_end, .note = csvs_note,
+	.begin = csvs_begin, .write = csvs_write, .slice = csvs_slice, .end = csvs_end, .flush = csvs_flush,
 };

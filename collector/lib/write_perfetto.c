@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector/lib/outset.h"
 #include "collector/lib/writer.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
 
@@ -366,7 +367,8 @@ static int pf_open(struct writer **out, const char *path, const struct writer_me
 {
 	*out = NULL;
 	struct writer *w = calloc(1, sizeof(*w));
-	char *p = path ? strdup(path) : NULL;
+	/* FINAL.part while recording (outset.h): the session renames it at the end. */
+	char *p = path ? out_set_part(meta ? meta->files : NULL, path) : NULL;
 	if (!w || !p) {
 		free(w);
 		free(p);
@@ -375,7 +377,7 @@ static int pf_open(struct writer **out, const char *path, const struct writer_me
 		return -ENOMEM;
 	}
 	w->path = p;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	w->fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
 		int e = -errno;
 		char m[320];
@@ -690,6 +692,12 @@ static int pf_note(struct writer *w, const char *key, const char *json, char *er
 	return rc ? failed(w, rc, err, errlen) : 0;
 }
 
+/* The queued whole packets to the file: a killed recorder leaves a readable trace. */
+static int pf_flush(struct writer *w, char *err, size_t errlen)
+{
+	return flush(w) ? report(w, err, errlen) : 0;
+}
+
 static int pf_end(struct writer *w, char *err, size_t errlen)
 {
 	if (!w)
@@ -714,4 +722,5 @@ const struct writer_ops writer_perfetto = {
 	.slice = pf_slice,
 	.end = pf_end,
 	.note = pf_note,
+	.flush = pf_flush,
 };

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector/lib/outset.h"
 #include "collector/lib/writer.h"
 #include "log.h"
 
@@ -407,26 +408,33 @@ static int remove_old(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-static int sqlw_open(struct writer **out, const char *path, const struct writer_meta *meta, char *err,
+static int sqlw_open(struct writer **out, const char *final, const struct writer_meta *meta, char *err,
 		     size_t errlen)
 {
 	*out = NULL;
-	if (!path || !*path)
+	if (!final || !*final)
 		return spmtap_seterr(err, errlen, EINVAL, "sqlite: no output file name");
-	if (!strcmp(path, "-"))
+	if (!strcmp(final, "-"))
 		return spmtap_seterr(err, errlen, EINVAL,
 				     "sqlite output needs a file name, not standard output");
 	int rc = sqlw_probe(err, errlen);
 	if (rc)
 		return rc;
+	/* FINAL.part while recording (outset.h): the session renames it at the end. */
+	char *path = out_set_part(meta ? meta->files : NULL, final);
+	if (!path)
+		return spmtap_seterr(err, errlen, ENOMEM, "%s: out of memory", final);
 	rc = remove_old(path, err, errlen);
-	if (rc)
+	if (rc) {
+		free(path);
 		return rc;
-	struct writer *w = calloc(1, sizeof(*w));
-	if (!w || !(w->path = strdup(path))) {
-		free(w);
-		return spmtap_seterr(err, errlen, ENOMEM, "%s: out of memory", path);
 	}
+	struct writer *w = calloc(1, sizeof(*w));
+	if (!w) {
+		free(path);
+		return spmtap_seterr(err, errlen, ENOMEM, "%s: out of memory", final);
+	}
+	w->path = path;
 	w->next_metric = 1;
 	int src = sqlite3_open_v2(path, &w->db,
 				  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
@@ -725,6 +733,26 @@ static int sqlw_note(struct writer *w, const char *key, const char *json, char *
 	return rc;
 }
 
+/* Commit what was written: the rows so far are in the file whatever happens next. */
+static int sqlw_flush(struct writer *w, char *err, size_t errlen)
+{
+	if (w->error)
+		return spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
+	int rc = tx_commit(w, err, errlen);
+	return rc ? rc : tx_begin(w, err, errlen);
+}
+
+/*
+ * The recording's whole metadata under "recording_meta" (the NAME_meta.json
+ * object), committed at once: the .db alone is a complete recording, and
+ * after a crash its metadata describes the rows committed with it.
+ */
+static int sqlw_meta(struct writer *w, const char *json, char *err, size_t errlen)
+{
+	int rc = sqlw_note(w, "recording_meta", json, err, errlen);
+	return rc ? rc : sqlw_flush(w, err, errlen);
+}
+
 static int sqlw_end(struct writer *w, char *err, size_t errlen)
 {
 	if (!w)
@@ -776,4 +804,6 @@ const struct writer_ops writer_sqlite = {
 	.slice = sqlw_slice,
 	.end = sqlw_end,
 	.note = sqlw_note,
+	.flush = sqlw_flush,
+	.meta = sqlw_meta,
 };

@@ -18,6 +18,7 @@
 #include "collector/lib/series.h"
 
 struct writer;
+struct out_set; /* outset.h */
 
 /* What a recording is, for the file's metadata. */
 struct writer_meta {
@@ -27,6 +28,12 @@ struct writer_meta {
 	int64_t start_boottime_ns;
 	double spm_clock_hz;        /* the assumed SPM timestamp rate */
 	const char *extra_json;     /* more metadata (devices, layout, options), or NULL */
+	/*
+	 * The recording's files (outset.h): every file a writer creates is
+	 * opened as out_set_part(files, FINAL), i.e. FINAL.part, and renamed by
+	 * the session when the run ends.  NULL: the final names directly.
+	 */
+	struct out_set *files;
 };
 
 struct writer_ops {
@@ -47,6 +54,19 @@ struct writer_ops {
 	 * a key and a JSON text, stored beside writer_meta.  Called before end().
 	 */
 	int (*note)(struct writer *w, const char *key, const char *json, char *err, size_t errlen);
+	/*
+	 * Optional: push what was written so far to the file, so that a killed
+	 * recorder loses at most what came after the last call (the session
+	 * calls it at least once a second, docs/formats/csv.md "Crash").
+	 */
+	int (*flush)(struct writer *w, char *err, size_t errlen);
+	/*
+	 * Optional: the recording's whole metadata (the NAME_meta.json object,
+	 * "complete" false until the clean end), after a flush: at open, at
+	 * least once a second, and before end().  SQLite keeps it under the
+	 * meta key "recording_meta".
+	 */
+	int (*meta)(struct writer *w, const char *json, char *err, size_t errlen);
 };
 
 extern const struct writer_ops writer_csv;
