@@ -149,7 +149,8 @@ int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
 	uint32_t nc = dthr_ncols(g->dt);
 	const struct dec_column *dc = dthr_columns(g->dt);
 	g->cols = calloc(nc ? nc : 1, sizeof(*g->cols));
-	if (!g->cols)
+	g->after_end_sat = calloc((size_t)DEC_MAX_XCC * (nc ? nc : 1), sizeof(*g->after_end_sat));
+	if (!g->cols || !g->after_end_sat)
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	for (uint32_t k = 0; k < nc; k++)
 		g->cols[k] = (struct series_column){ .name = dc[k].name, .unit = "count",
@@ -320,7 +321,12 @@ const char *session_gpu_column(const struct session *S, size_t i, uint32_t col, 
 	*saturated = 0;
 	if (i >= S->ng || !S->g[i].dt || col >= dthr_ncols(S->g[i].dt))
 		return NULL;
-	*saturated = dthr_saturated(S->g[i].dt, xcc, col);
+	/* The decoder counts every cell; the outputs leave out those after the recording's end. */
+	uint64_t n = dthr_saturated(S->g[i].dt, xcc, col);
+	uint64_t after = S->g[i].after_end_sat && xcc < DEC_MAX_XCC
+				 ? atomic_load(&S->g[i].after_end_sat[(size_t)xcc * dthr_ncols(S->g[i].dt) + col])
+				 : 0;
+	*saturated = n > after ? n - after : 0;
 	return dthr_columns(S->g[i].dt)[col].name;
 }
 
@@ -353,6 +359,7 @@ void ses_gpu_free(struct sgpu *g)
 	free(g->layout_text);
 	spm_plan_free(g->plan);
 	free(g->cols);
+	free(g->after_end_sat);
 	tb_free(g->tb);
 	pthread_mutex_destroy(&g->tb_lock);
 }

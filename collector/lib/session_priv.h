@@ -63,6 +63,8 @@ struct sgpu {
 	 * lost_prev: the decoder's lost count at the previous chunk.
 	 */
 	atomic_uint_least64_t after_end[DEC_MAX_XCC], after_end_gap[DEC_MAX_XCC];
+	/* [xcc * ncols + col]: saturated cells of samples after the end, left out with them */
+	atomic_uint_least64_t *after_end_sat;
 	uint64_t lost_prev[DEC_MAX_XCC];
 	atomic_uint_least64_t smi_after_end; /* sensor readings after the end, left out */
 	/* sensors */

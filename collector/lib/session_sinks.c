@@ -106,8 +106,18 @@ int ses_spm_sink(void *user, const struct dec_chunk *c)
 	uint64_t lost = g->dt && dthr_stats(g->dt, c->xcc, &ds) == 0 ? ds.dec.lost_samples_est : 0;
 	uint64_t gap_before = lost - g->lost_prev[c->xcc];
 	g->lost_prev[c->xcc] = lost;
-	if (n < c->nsamples)
+	if (n < c->nsamples) {
 		atomic_fetch_add(&g->after_end[c->xcc], c->nsamples - n);
+		/* Their saturated cells leave with them (the accounting's "saturated" counts what is written). */
+		uint32_t nc = dthr_ncols(g->dt);
+		for (uint32_t k = 0; g->after_end_sat && c->saturated && k < c->ncols && k < nc; k++) {
+			uint64_t ns = 0;
+			for (uint32_t i = n; i < c->nsamples; i++)
+				ns += dec_chunk_saturated(c, k, i);
+			if (ns)
+				atomic_fetch_add(&g->after_end_sat[(size_t)c->xcc * nc + k], ns);
+		}
+	}
 	if (!n)
 		atomic_fetch_add(&g->after_end_gap[c->xcc], gap_before);
 	if (!n) {
