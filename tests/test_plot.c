@@ -1160,12 +1160,13 @@ static void app_svg(void)
 	/* gaps: nothing of SQ_WAVES (the first series: blue) across a lost stretch */
 	int64_t lost[32][2];
 	size_t nl = lost_stretches(&a.r->gpu[0].spm[0], lost, 32);
-	size_t ns = svg_segments(svg, plot_color_rgb(PLOT_BLUE), seg, 200000), crossing = 0, wide = 0;
+	size_t ns = svg_segments(svg, plot_color_rgb(PLOT_BLUE), seg, 200000), crossing = 0, wide = 0, labelled = 0;
 	for (size_t k = 0; k < nl; k++) {
 		double x0 = app_x(&a, lost[k][0]), x1 = app_x(&a, lost[k][1]);
 		if (x1 - x0 < 4)
 			continue; /* inside a pixel or two: nothing to see either way */
 		wide++;
+		labelled += x1 - x0 > 40; /* room for the "lost" label (a narrower one has only the legend's) */
 		for (size_t i = 0; i < ns; i++) {
 			double lo = fmin(seg[i][0], seg[i][2]), hi = fmax(seg[i][0], seg[i][2]);
 			if (lo < x0 + 1.5 && hi > x1 - 1.5) {
@@ -1188,7 +1189,9 @@ static void app_svg(void)
 	CU_ASSERT(wide >= 1);
 	CU_ASSERT_EQUAL(crossing, 0);
 	svg_texts(svg, "span", txt, 1 << 16);
-	CU_ASSERT(has_line(txt, "lost"));
+	/* How wide the injected drop draws depends on the machine's speed: label it where it fits. */
+	if (labelled)
+		CU_ASSERT(has_line(txt, "lost"));
 	CU_ASSERT(has_line(leg, "lost"));
 
 	/* saturation: TCC_HIT's panel says it, instead of drawing zero */
