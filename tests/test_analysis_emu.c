@@ -53,11 +53,7 @@ static char dir[] = "/tmp/spmtap-test-analysis-XXXXXX";
 
 static const char *path(const char *name)
 {
-	static char buf[8][PATH_MAX];
-	static int k;
-	k = (k + 1) & 7;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
+	return testenv_path(dir, name);
 }
 
 static bool expect_failure; /* a case checking an error message: do not print it as a failure */

@@ -45,11 +45,7 @@ static char dir[] = "/tmp/spmtap-test-lying-XXXXXX";
 
 static const char *path(const char *name)
 {
-	static char buf[8][PATH_MAX];
-	static int k;
-	k = (k + 1) & 7;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
+	return testenv_path(dir, name);
 }
 
 static const char *spmtap_bin(void)

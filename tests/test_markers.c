@@ -31,11 +31,7 @@ static char dir[] = "/tmp/spmtap-test-markers-XXXXXX";
 
 static const char *path(const char *name)
 {
-	static char buf[4][PATH_MAX];
-	static int k;
-	k = (k + 1) & 3;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
+	return testenv_path(dir, name);
 }
 
 /* ---- in process: the channel itself ------------------------------------------------------ */

@@ -45,11 +45,7 @@ static const char *need_emulator(void)
 
 static const char *path(const char *name)
 {
-	static char buf[8][PATH_MAX];
-	static int k;
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", testenv_tmpdir(), name);
-	return buf[k];
+	return testenv_path(testenv_tmpdir(), name);
 }
 
 static const char *in(const char *dir, const char *name)

@@ -45,11 +45,7 @@ static char spmtap[4096];
 
 static const char *path(const char *name)
 {
-	static char p[8][1024];
-	static unsigned i;
-	char *r = p[i++ % 8];
-	snprintf(r, sizeof(p[0]), "%s/%s", dir, name);
-	return r;
+	return testenv_path(dir, name);
 }
 
 /*

@@ -38,11 +38,7 @@ static char dir[] = "/tmp/spmtap-test-recording-XXXXXX";
 
 static const char *path(const char *name)
 {
-	static char buf[8][PATH_MAX];
-	static int k;
-	k = (k + 1) & 7;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
+	return testenv_path(dir, name);
 }
 
 /* A fresh fixture directory dir/sub. */

@@ -39,11 +39,7 @@ static const char *need_emulator(void)
 
 static const char *path(const char *name)
 {
-	static char buf[8][4096];
-	static int k;
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", testenv_tmpdir(), name);
-	return buf[k];
+	return testenv_path(testenv_tmpdir(), name);
 }
 
 /* spmtap --emulate mi300a,mi210 ARGS, stderr to errfile; the pid (tests/lib/proc.h). */

@@ -115,6 +115,15 @@ const char *testenv_tmpdir(void)
 	return t ? t : "";
 }
 
+const char *testenv_path(const char *dir, const char *name)
+{
+	static char buf[8][PATH_MAX];
+	static unsigned k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	return buf[k];
+}
+
 int testenv_run_suite(const char *suite, const struct testenv_case *cases, int argc, char **argv)
 {
 	const char *filter = argc > 1 ? argv[1] : NULL;

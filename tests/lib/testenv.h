@@ -27,6 +27,12 @@ const char *testenv_build_dir(void);
 const char *testenv_tmpdir(void);
 
 /*
+ * "dir/name" in one of 8 buffers used in turn: a call may hold several at
+ * once (rename(path(a), path(b))), each valid until 8 more calls.
+ */
+const char *testenv_path(const char *dir, const char *name);
+
+/*
  * One CUnit case with an optional requirement: requires() returns NULL when
  * the case can run, else the reason it is skipped (printed as SKIP (reason)).
  */
