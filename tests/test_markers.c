@@ -418,11 +418,5 @@ int main(int argc, char **argv)
 	};
 	int rc = testenv_run_suite("markers", cases, argc, argv);
 	mk_reader_free(reader);
-	if (!getenv("SPMTAP_KEEP_TMP")) {
-		char cmd[PATH_MAX + 16];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0 && !rc)
-			rc = 1;
-	}
-	return rc;
+	return testenv_remove_tmp(dir, rc);
 }

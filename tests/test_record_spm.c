@@ -1076,11 +1076,5 @@ int main(int argc, char **argv)
 	mkdir(path("state"), 0700);
 	int rc = testenv_run_suite("record_spm", cases, argc, argv);
 	free(devs);
-	if (!getenv("SPMTAP_KEEP_TMP")) {
-		char cmd[300];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0 && !rc)
-			rc = 1;
-	}
-	return rc;
+	return testenv_remove_tmp(dir, rc);
 }

@@ -722,11 +722,5 @@ int main(int argc, char **argv)
 		{ NULL, NULL, NULL },
 	};
 	int rc = testenv_run_suite("recording", cases, argc, argv);
-	if (!getenv("SPMTAP_KEEP_TMP")) {
-		char cmd[PATH_MAX + 16];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
-			rc = rc ? rc : 1;
-	}
-	return rc;
+	return testenv_remove_tmp(dir, rc);
 }
