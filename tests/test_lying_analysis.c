@@ -34,6 +34,7 @@
 #include "collector/analysis/sensor_trace.h"
 #include "lib/files.h"
 #include "lib/proc.h"
+#include "lib/spm_truth.h"
 #include "lib/testenv.h"
 #include "spm/catalog.h"
 
@@ -44,11 +45,7 @@ static char dir[] = "/tmp/spmtap-test-lying-XXXXXX";
 
 static const char *path(const char *name)
 {
-	static char buf[8][PATH_MAX];
-	static int k;
-	k = (k + 1) & 7;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
+	return testenv_path(dir, name);
 }
 
 static const char *spmtap_bin(void)
@@ -98,139 +95,13 @@ static json_t *report_json(const char *rec, const char *out, const char *x1, con
 	return j;
 }
 
-/* ---- the emulator's per-sample truth (docs/emulator.md SPMTAP_EMU_SAMPLE_TRUTH) ---- */
-
-#define ST_MAGIC 0x52545053u
-
-struct st_slot {
-	int se;
-	char block[8];
-	unsigned instance, event, width;
-	bool value, clamp;
-};
-
-struct st_layout {
-	uint32_t pid, id, xcc, nvals;
-	struct st_slot *slots;
-};
-
-struct st_sample {
-	uint32_t xcc, layout;
-	uint64_t ticks;
-	size_t vals; /* index into the pool */
-};
-
-struct truth {
-	struct st_layout *lay;
-	size_t nlay;
-	struct st_sample *s;
-	size_t n, cap;
-	uint64_t *pool;
-	size_t npool, poolcap;
-};
-
-static void truth_free(struct truth *t)
+/* A truth file (tests/lib/spm_truth.h), sorted by XCC, then ticks: what truth_lower() searches. */
+static bool load_truth(const char *file, struct truth *t)
 {
-	for (size_t i = 0; i < t->nlay; i++)
-		free(t->lay[i].slots);
-	free(t->lay);
-	free(t->s);
-	free(t->pool);
-	memset(t, 0, sizeof(*t));
-}
-
-static bool layout_line(struct truth *t, const char *line)
-{
-	json_t *j = json_loads(line, 0, NULL);
-	if (!j)
+	if (!truth_load(file, t))
 		return false;
-	struct st_layout L = { 0 };
-	L.pid = (uint32_t)json_integer_value(json_object_get(j, "pid"));
-	L.id = (uint32_t)json_integer_value(json_object_get(j, "layout_id"));
-	L.xcc = (uint32_t)json_integer_value(json_object_get(j, "xcc"));
-	L.nvals = (uint32_t)json_integer_value(json_object_get(j, "nvals"));
-	json_t *slots = json_object_get(j, "slots");
-	L.slots = calloc(json_array_size(slots) + 1, sizeof(*L.slots));
-	for (size_t i = 0; i < json_array_size(slots); i++) {
-		json_t *e = json_array_get(slots, i);
-		struct st_slot *s = &L.slots[i];
-		s->se = (int)json_integer_value(json_object_get(e, "se"));
-		snprintf(s->block, sizeof(s->block), "%s", json_string_value(json_object_get(e, "block")));
-		s->instance = (unsigned)json_integer_value(json_object_get(e, "instance"));
-		s->event = (unsigned)json_integer_value(json_object_get(e, "event"));
-		s->width = (unsigned)json_integer_value(json_object_get(e, "width"));
-		const char *part = json_string_value(json_object_get(e, "part"));
-		s->value = part && strcmp(part, "hi") != 0;
-		s->clamp = json_is_true(json_object_get(e, "clamp"));
-	}
-	json_decref(j);
-	t->lay = realloc(t->lay, (t->nlay + 1) * sizeof(*t->lay));
-	t->lay[t->nlay++] = L;
+	truth_sort(t);
 	return true;
-}
-
-static int cmp_sample(const void *a, const void *b)
-{
-	const struct st_sample *x = a, *y = b;
-	if (x->xcc != y->xcc)
-		return x->xcc < y->xcc ? -1 : 1;
-	return x->ticks < y->ticks ? -1 : x->ticks > y->ticks;
-}
-
-/* JSON layout lines and binary sample records, interleaved; sorted by XCC, then ticks. */
-static bool truth_load(const char *file, struct truth *t)
-{
-	memset(t, 0, sizeof(*t));
-	FILE *f = fopen(file, "rb");
-	if (!f)
-		return false;
-	size_t cap = 1 << 16, len;
-	char *line = malloc(cap);
-	bool ok = true;
-	for (int c; ok && (c = fgetc(f)) != EOF;) {
-		if (c == '{') {
-			len = 0;
-			line[len++] = (char)c;
-			while ((c = fgetc(f)) != EOF && c != '\n') {
-				if (len + 2 >= cap)
-					line = realloc(line, cap *= 2);
-				line[len++] = (char)c;
-			}
-			line[len] = 0;
-			ok = layout_line(t, line);
-			continue;
-		}
-		ungetc(c, f);
-		uint32_t h[6];
-		uint64_t h2[2];
-		ok = fread(h, sizeof(h), 1, f) == 1 && fread(h2, sizeof(h2), 1, f) == 1 && h[0] == ST_MAGIC;
-		int li = -1;
-		for (size_t i = t->nlay; ok && li < 0 && i-- > 0;)
-			if (t->lay[i].pid == h[1] && t->lay[i].id == h[2])
-				li = (int)i;
-		ok = ok && li >= 0 && h[5] == t->lay[li].nvals;
-		if (!ok)
-			break;
-		if (t->npool + h[5] > t->poolcap) {
-			t->poolcap = (t->poolcap + h[5]) * 2;
-			t->pool = realloc(t->pool, t->poolcap * sizeof(uint64_t));
-		}
-		ok = !h[5] || fread(t->pool + t->npool, 8, h[5], f) == h[5];
-		if (t->n == t->cap) {
-			t->cap = t->cap ? t->cap * 2 : 4096;
-			t->s = realloc(t->s, t->cap * sizeof(*t->s));
-		}
-		t->s[t->n++] = (struct st_sample){ .xcc = h[3], .layout = (uint32_t)li, .ticks = h2[1],
-						   .vals = t->npool };
-		t->npool += h[5];
-	}
-	free(line);
-	fclose(f);
-	if (!ok)
-		fprintf(stderr, "\n    %s: malformed sample truth ", file);
-	else
-		qsort(t->s, t->n, sizeof(*t->s), cmp_sample);
-	return ok;
 }
 
 /* What a CSV column sums: every value slot of its block and event (instances and SEs summed). */
@@ -256,7 +127,7 @@ static bool colspec_of(const char *counter, struct colspec *cs)
 static uint64_t true_value(const struct truth *t, const struct st_sample *s, const struct colspec *cs, bool *sat)
 {
 	const struct st_layout *L = &t->lay[s->layout];
-	const uint64_t *v = t->pool + s->vals;
+	const uint64_t *v = s->vals;
 	uint64_t sum = 0;
 	*sat = false;
 	for (uint32_t i = 0; i < L->nvals; i++) {
@@ -496,7 +367,7 @@ static bool loss_recording(void)
 	static const char *const env[] = { LOSS_DROPS, NULL };
 	if (!loss_made)
 		loss_made = record("loss", "SQ_WAVES,SQ_BUSY_CYCLES", "1.2", "65504", env) == 0 &&
-					    truth_load(path("loss.truth"), &loss_truth)
+					    load_truth(path("loss.truth"), &loss_truth)
 				    ? 1
 				    : -1;
 	return loss_made > 0;
@@ -533,7 +404,7 @@ static void writer_stall(void)
 	static const char *const env[] = { "SPMTAP_WRITER_STALL=300:1500", NULL };
 	CU_ASSERT_EQUAL_FATAL(record("stall", "SQ_WAVES", "2.2", NULL, env), 0);
 	struct truth t;
-	CU_ASSERT_FATAL(truth_load(path("stall.truth"), &t));
+	CU_ASSERT_FATAL(load_truth(path("stall.truth"), &t));
 	json_t *j = report_json(path("stall"), path("stall.json"), NULL, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	struct verdict v;
@@ -815,7 +686,7 @@ static void saturation(void)
 {
 	CU_ASSERT_EQUAL_FATAL(record("sat", "TCC_HIT,SQ_WAVES", "0.8", "65504", NULL), 0);
 	struct truth t;
-	CU_ASSERT_FATAL(truth_load(path("sat.truth"), &t));
+	CU_ASSERT_FATAL(load_truth(path("sat.truth"), &t));
 	json_t *j = report_json(path("sat"), path("sat.json"), "--metric", "hits=TCC_HIT/SQ_WAVES");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	struct verdict v;
@@ -1011,7 +882,7 @@ static void sqlite_loss(void)
 			       NULL };
 	CU_ASSERT_EQUAL_FATAL(run_spmtap(NULL, args, e), 0);
 	struct truth t;
-	CU_ASSERT_FATAL(truth_load(path("dbloss.truth"), &t));
+	CU_ASSERT_FATAL(load_truth(path("dbloss.truth"), &t));
 	/* the .db alone */
 	char cmd[4 * PATH_MAX];
 	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s'/*.db '%s'/", path("dbonly"), path("dbloss"), path("dbonly"));
@@ -1051,11 +922,5 @@ int main(int argc, char **argv)
 	};
 	int rc = testenv_run_suite("lying_analysis", cases, argc, argv);
 	truth_free(&loss_truth);
-	if (!getenv("SPMTAP_KEEP_TMP")) {
-		char cmd[PATH_MAX + 16];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0 && !rc)
-			rc = 1;
-	}
-	return rc;
+	return testenv_remove_tmp(dir, rc);
 }

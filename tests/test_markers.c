@@ -31,11 +31,7 @@ static char dir[] = "/tmp/spmtap-test-markers-XXXXXX";
 
 static const char *path(const char *name)
 {
-	static char buf[4][PATH_MAX];
-	static int k;
-	k = (k + 1) & 3;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
+	return testenv_path(dir, name);
 }
 
 /* ---- in process: the channel itself ------------------------------------------------------ */
@@ -422,11 +418,5 @@ int main(int argc, char **argv)
 	};
 	int rc = testenv_run_suite("markers", cases, argc, argv);
 	mk_reader_free(reader);
-	if (!getenv("SPMTAP_KEEP_TMP")) {
-		char cmd[PATH_MAX + 16];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0 && !rc)
-			rc = 1;
-	}
-	return rc;
+	return testenv_remove_tmp(dir, rc);
 }

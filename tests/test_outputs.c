@@ -33,23 +33,14 @@ static char spmtap[PATH_MAX];
 
 static const char *need_emulator(void)
 {
-	static char shim[PATH_MAX];
-	snprintf(shim, sizeof(shim), "%s/libspmtap-emu.so", testenv_build_dir());
 	snprintf(spmtap, sizeof(spmtap), "%s/spmtap", testenv_build_dir());
-	if (access(shim, R_OK))
-		return "libspmtap-emu.so not built";
-	if (access("/usr/bin/sqlite3", X_OK) && access("/bin/sqlite3", X_OK))
-		return "sqlite3 CLI not installed";
-	return NULL;
+	const char *why = testenv_need_emu_shim();
+	return why ? why : testenv_need_sqlite3_cli();
 }
 
 static const char *path(const char *name)
 {
-	static char buf[8][PATH_MAX];
-	static int k;
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", testenv_tmpdir(), name);
-	return buf[k];
+	return testenv_path(testenv_tmpdir(), name);
 }
 
 static const char *in(const char *dir, const char *name)

@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include "decoder/layout.h"
 #include "lib/files.h"
 #include "lib/proc.h"
+#include "lib/spm_truth.h"
 #include "lib/testenv.h"
 #include "spm/catalog.h"
 #include "spm/plan.h"
@@ -45,16 +45,8 @@ static char spmtap[4096];
 
 static const char *path(const char *name)
 {
-	static char p[8][1024];
-	static unsigned i;
-	char *r = p[i++ % 8];
-	snprintf(r, sizeof(p[0]), "%s/%s", dir, name);
-	return r;
+	return testenv_path(dir, name);
 }
-
-/* ---- the emulator's sample truth ------------------------------------------ */
-
-#define ST_MAGIC 0x52545053u
 
 /*
  * Samples produced before the first row: the pre-program buffer the session
@@ -68,144 +60,6 @@ static const char *path(const char *name)
 #define LEADING_MAX (6 * 200)
 #define LEADING_US_MAX 40000.0
 #endif
-
-struct st_slot {
-	int se;
-	char block[8];
-	unsigned instance, event, width;
-	bool value; /* "16" or "lo": carries the counter's value; "hi" repeats it */
-	bool clamp;
-};
-
-struct st_layout {
-	uint32_t pid, id, gpu_id, xcc, nvals;
-	struct st_slot *slots;
-};
-
-struct st_sample {
-	uint32_t xcc, flags, layout; /* index into layouts */
-	uint64_t seq, ticks;
-	uint64_t *vals;
-};
-
-struct truth {
-	struct st_layout *lay;
-	size_t nlay;
-	struct st_sample *s;
-	size_t n, cap;
-	uint64_t *pool; /* values of all samples */
-	size_t npool, poolcap;
-};
-
-static void truth_free(struct truth *t)
-{
-	for (size_t i = 0; i < t->nlay; i++)
-		free(t->lay[i].slots);
-	free(t->lay);
-	free(t->s);
-	free(t->pool);
-	memset(t, 0, sizeof(*t));
-}
-
-static bool parse_layout_line(struct truth *t, const char *line)
-{
-	json_t *j = json_loads(line, 0, NULL);
-	if (!j)
-		return false;
-	struct st_layout L = { 0 };
-	L.pid = (uint32_t)json_integer_value(json_object_get(j, "pid"));
-	L.id = (uint32_t)json_integer_value(json_object_get(j, "layout_id"));
-	L.gpu_id = (uint32_t)json_integer_value(json_object_get(j, "gpu_id"));
-	L.xcc = (uint32_t)json_integer_value(json_object_get(j, "xcc"));
-	L.nvals = (uint32_t)json_integer_value(json_object_get(j, "nvals"));
-	json_t *slots = json_object_get(j, "slots");
-	L.slots = calloc(json_array_size(slots) + 1, sizeof(*L.slots));
-	for (size_t i = 0; i < json_array_size(slots); i++) {
-		json_t *e = json_array_get(slots, i);
-		struct st_slot *s = &L.slots[i];
-		s->se = (int)json_integer_value(json_object_get(e, "se"));
-		snprintf(s->block, sizeof(s->block), "%s", json_string_value(json_object_get(e, "block")));
-		s->instance = (unsigned)json_integer_value(json_object_get(e, "instance"));
-		s->event = (unsigned)json_integer_value(json_object_get(e, "event"));
-		s->width = (unsigned)json_integer_value(json_object_get(e, "width"));
-		const char *part = json_string_value(json_object_get(e, "part"));
-		s->value = part && strcmp(part, "hi") != 0;
-		s->clamp = json_is_true(json_object_get(e, "clamp"));
-	}
-	json_decref(j);
-	t->lay = realloc(t->lay, (t->nlay + 1) * sizeof(*t->lay));
-	t->lay[t->nlay++] = L;
-	return true;
-}
-
-static int find_layout(const struct truth *t, uint32_t pid, uint32_t id)
-{
-	for (size_t i = t->nlay; i-- > 0;)
-		if (t->lay[i].pid == pid && t->lay[i].id == id)
-			return (int)i;
-	return -1;
-}
-
-/* JSON header lines and fixed-size binary records, interleaved. */
-static bool truth_load(const char *file, struct truth *t)
-{
-	memset(t, 0, sizeof(*t));
-	FILE *f = fopen(file, "rb");
-	if (!f)
-		return false;
-	size_t cap = 1 << 20, len = 0;
-	char *line = malloc(cap);
-	for (;;) {
-		int c = fgetc(f);
-		if (c == EOF)
-			break;
-		if (c == '{') {
-			len = 0;
-			line[len++] = (char)c;
-			while ((c = fgetc(f)) != EOF && c != '\n') {
-				if (len + 2 >= cap)
-					line = realloc(line, cap *= 2);
-				line[len++] = (char)c;
-			}
-			line[len] = 0;
-			if (!parse_layout_line(t, line))
-				goto bad;
-			continue;
-		}
-		ungetc(c, f);
-		uint32_t h[6];
-		uint64_t h2[2];
-		if (fread(h, sizeof(h), 1, f) != 1 || fread(h2, sizeof(h2), 1, f) != 1 || h[0] != ST_MAGIC)
-			goto bad;
-		int li = find_layout(t, h[1], h[2]);
-		if (li < 0 || h[5] != t->lay[li].nvals)
-			goto bad;
-		if (t->npool + h[5] > t->poolcap) {
-			t->poolcap = (t->poolcap + h[5]) * 2;
-			t->pool = realloc(t->pool, t->poolcap * sizeof(uint64_t));
-		}
-		if (h[5] && fread(t->pool + t->npool, 8, h[5], f) != h[5])
-			goto bad;
-		if (t->n == t->cap) {
-			t->cap = t->cap ? t->cap * 2 : 4096;
-			t->s = realloc(t->s, t->cap * sizeof(*t->s));
-		}
-		t->s[t->n++] = (struct st_sample){ .xcc = h[3], .flags = h[4], .layout = (uint32_t)li,
-						   .seq = h2[0], .ticks = h2[1],
-						   .vals = (uint64_t *)(uintptr_t)t->npool };
-		t->npool += h[5];
-	}
-	for (size_t i = 0; i < t->n; i++)
-		t->s[i].vals = t->pool + (uintptr_t)t->s[i].vals;
-	free(line);
-	fclose(f);
-	return true;
-bad:
-	free(line);
-	fclose(f);
-	fprintf(stderr, "\n  %s: malformed sample truth\n", file);
-	return false;
-}
 
 /* ---- CSV ---------------------------------------------------------------- */
 
@@ -350,23 +204,12 @@ static int cmp_key(uint32_t xa, uint64_t ta, uint32_t xb, uint64_t tb)
 	return ta < tb ? -1 : ta > tb;
 }
 
-static const struct truth *sort_truth_ctx;
-static int cmp_sample(const void *a, const void *b)
-{
-	const struct st_sample *x = a, *y = b;
-	(void)sort_truth_ctx;
-	return cmp_key(x->xcc, x->ticks, y->xcc, y->ticks);
-}
-
 /*
  * Truth samples the CSV lacks: `leading` were produced before the first row
  * of their XCC (between the start program and the first armed buffer,
  * collector/lib/prime.h), `trailing` after its last row (at most the one
  * the stop cut); `missing` are inside the recording: lost.
  */
-/* Truth flags (docs/emulator.md): the kernel dropped the sample whole, by its own rule. */
-#define ST_STALLED 1u   /* gen B: the ring was full, the RLC stalled over it (SPM.md 4.2) */
-#define ST_DISCARDED 2u /* gen A: the armed buffer was full, the worker discarded the ring (4.2) */
 struct match {
 	size_t rows, matched, mismatched_cells, unmatched_rows, truth_samples, missing;
 	size_t leading, trailing;
@@ -390,7 +233,7 @@ static void match_csv(const struct csv *c, struct truth *t, uint32_t gpu_id,
 		if (t->lay[t->s[i].layout].gpu_id == gpu_id)
 			t->s[n++] = t->s[i];
 	t->n = n;
-	qsort(t->s, t->n, sizeof(*t->s), cmp_sample);
+	truth_sort(t);
 	m->truth_samples = t->n;
 	struct colspec *cs = calloc(c->ncols + 1, sizeof(*cs));
 	for (uint32_t k = 0; k < c->ncols; k++)
@@ -1233,11 +1076,5 @@ int main(int argc, char **argv)
 	mkdir(path("state"), 0700);
 	int rc = testenv_run_suite("record_spm", cases, argc, argv);
 	free(devs);
-	if (!getenv("SPMTAP_KEEP_TMP")) {
-		char cmd[300];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0 && !rc)
-			rc = 1;
-	}
-	return rc;
+	return testenv_remove_tmp(dir, rc);
 }

@@ -38,11 +38,7 @@ static char dir[] = "/tmp/spmtap-test-recording-XXXXXX";
 
 static const char *path(const char *name)
 {
-	static char buf[8][PATH_MAX];
-	static int k;
-	k = (k + 1) & 7;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
-	return buf[k];
+	return testenv_path(dir, name);
 }
 
 /* A fresh fixture directory dir/sub. */
@@ -726,11 +722,5 @@ int main(int argc, char **argv)
 		{ NULL, NULL, NULL },
 	};
 	int rc = testenv_run_suite("recording", cases, argc, argv);
-	if (!getenv("SPMTAP_KEEP_TMP")) {
-		char cmd[PATH_MAX + 16];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-		if (system(cmd) != 0)
-			rc = rc ? rc : 1;
-	}
-	return rc;
+	return testenv_remove_tmp(dir, rc);
 }

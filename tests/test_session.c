@@ -27,23 +27,14 @@ static char spmtap[4096];
 
 static const char *need_emulator(void)
 {
-	static char shim[4096];
-	snprintf(shim, sizeof(shim), "%s/libspmtap-emu.so", testenv_build_dir());
 	snprintf(spmtap, sizeof(spmtap), "%s/spmtap", testenv_build_dir());
-	if (access(shim, R_OK))
-		return "libspmtap-emu.so not built";
-	if (access("/usr/bin/sqlite3", X_OK) && access("/bin/sqlite3", X_OK))
-		return "sqlite3 CLI not installed";
-	return NULL;
+	const char *why = testenv_need_emu_shim();
+	return why ? why : testenv_need_sqlite3_cli();
 }
 
 static const char *path(const char *name)
 {
-	static char buf[8][4096];
-	static int k;
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", testenv_tmpdir(), name);
-	return buf[k];
+	return testenv_path(testenv_tmpdir(), name);
 }
 
 /* spmtap --emulate mi300a,mi210 ARGS, stderr to errfile; the pid (tests/lib/proc.h). */

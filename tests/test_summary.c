@@ -44,20 +44,9 @@
 #define HAS(s, sub) CU_ASSERT_PTR_NOT_NULL(strstr((s), (sub)))
 #define HASNT(s, sub) CU_ASSERT_PTR_NULL(strstr((s), (sub)))
 
-static const char *need_emulator(void)
-{
-	static char shim[4096];
-	snprintf(shim, sizeof(shim), "%s/libspmtap-emu.so", testenv_build_dir());
-	return access(shim, R_OK) ? "libspmtap-emu.so not built" : NULL;
-}
-
 static const char *path(const char *name)
 {
-	static char buf[8][4096];
-	static int k;
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", testenv_tmpdir(), name);
-	return buf[k];
+	return testenv_path(testenv_tmpdir(), name);
 }
 
 /* spmtap --emulate PROFILE ARGS, stdout/stderr into DIR.out/.err; the exit status and stderr's text. */
@@ -412,14 +401,14 @@ static void test_observed_estimate(void)
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
-		{ "summary/saturation_tight_mi300a", test_saturation_tight_mi300a, need_emulator },
-		{ "summary/saturation_tight_mi250x", test_saturation_tight_mi250x, need_emulator },
-		{ "summary/verdict_lossless", test_verdict_lossless, need_emulator },
-		{ "summary/verdict_writer_stall", test_verdict_writer_stall, need_emulator },
-		{ "summary/verdict_kernel_drop", test_verdict_kernel_drop, need_emulator },
-		{ "summary/smi_missing", test_smi_missing, need_emulator },
-		{ "summary/smi_deadlines", test_smi_deadlines, need_emulator },
-		{ "summary/rate_warning_cli", test_rate_warning_cli, need_emulator },
+		{ "summary/saturation_tight_mi300a", test_saturation_tight_mi300a, testenv_need_emu_shim },
+		{ "summary/saturation_tight_mi250x", test_saturation_tight_mi250x, testenv_need_emu_shim },
+		{ "summary/verdict_lossless", test_verdict_lossless, testenv_need_emu_shim },
+		{ "summary/verdict_writer_stall", test_verdict_writer_stall, testenv_need_emu_shim },
+		{ "summary/verdict_kernel_drop", test_verdict_kernel_drop, testenv_need_emu_shim },
+		{ "summary/smi_missing", test_smi_missing, testenv_need_emu_shim },
+		{ "summary/smi_deadlines", test_smi_deadlines, testenv_need_emu_shim },
+		{ "summary/rate_warning_cli", test_rate_warning_cli, testenv_need_emu_shim },
 		{ "summary/observed_estimate", test_observed_estimate, NULL },
 		{ NULL, NULL, NULL },
 	};

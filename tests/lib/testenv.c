@@ -115,6 +115,36 @@ const char *testenv_tmpdir(void)
 	return t ? t : "";
 }
 
+const char *testenv_path(const char *dir, const char *name)
+{
+	static char buf[8][PATH_MAX];
+	static unsigned k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", dir, name);
+	return buf[k];
+}
+
+const char *testenv_need_emu_shim(void)
+{
+	char shim[PATH_MAX];
+	snprintf(shim, sizeof(shim), "%s/libspmtap-emu.so", testenv_build_dir());
+	return access(shim, R_OK) ? "libspmtap-emu.so not built" : NULL;
+}
+
+const char *testenv_need_sqlite3_cli(void)
+{
+	return access("/usr/bin/sqlite3", X_OK) && access("/bin/sqlite3", X_OK) ? "sqlite3 CLI not installed" : NULL;
+}
+
+int testenv_remove_tmp(const char *dir, int rc)
+{
+	if (getenv("SPMTAP_KEEP_TMP"))
+		return rc;
+	char cmd[PATH_MAX + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) != 0 && !rc ? 1 : rc;
+}
+
 int testenv_run_suite(const char *suite, const struct testenv_case *cases, int argc, char **argv)
 {
 	const char *filter = argc > 1 ? argv[1] : NULL;

@@ -27,6 +27,19 @@ const char *testenv_build_dir(void);
 const char *testenv_tmpdir(void);
 
 /*
+ * "dir/name" in one of 8 buffers used in turn: a call may hold several at
+ * once (rename(path(a), path(b))), each valid until 8 more calls.
+ */
+const char *testenv_path(const char *dir, const char *name);
+
+/*
+ * The end of a suite's main(): remove its temporary directory `dir` unless
+ * SPMTAP_KEEP_TMP is set.  Returns rc, or 1 when rc is 0 and the directory
+ * could not be removed.
+ */
+int testenv_remove_tmp(const char *dir, int rc);
+
+/*
  * One CUnit case with an optional requirement: requires() returns NULL when
  * the case can run, else the reason it is skipped (printed as SKIP (reason)).
  */
@@ -35,6 +48,10 @@ struct testenv_case {
 	void (*fn)(void);
 	const char *(*requires)(void);
 };
+
+/* Common requirements: the emulator's shim is built; the sqlite3 CLI is installed. */
+const char *testenv_need_emu_shim(void);
+const char *testenv_need_sqlite3_cli(void);
 
 /*
  * Register `cases` (terminated by a {NULL}) as suite `suite`, run it
