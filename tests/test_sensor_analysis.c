@@ -1411,8 +1411,16 @@ static void cli(void)
 	EXPECT_CLI(1, cli_err, "--sensor-delay: no signal 'power' (the trace has: energy)", "report", "--trace", t,
 		   "--phases", p, "--sensor-delay", "power=1");
 	EXPECT_CLI(64, cli_err, "expected SIGNAL=MS", "report", "--trace", t, "--phases", p, "--sensor-delay", "3");
-	EXPECT_CLI(64, cli_err, "'3s' is not a delay in ms", "report", "--trace", t, "--phases", p, "--sensor-delay",
-		   "energy=3s");
+	/* any time unit, as every time on the command line; a bare number is ms */
+	EXPECT_CLI(0, cli_out, "\"source\": \"--sensor-delay\"", "report", "--trace", t, "--phases", p,
+		   "--sensor-delay", "energy=1500us", "--json", "-");
+	j = json_loads(cli_out, 0, &je);
+	ASSERT_NEAR(json_number_value(json_object_get(json_object_get(j, "delay_correction"), "delay_ms")), 1.5, 0);
+	json_decref(j);
+	EXPECT_CLI(64, cli_err, "'3parsecs' is not a delay", "report", "--trace", t, "--phases", p, "--sensor-delay",
+		   "energy=3parsecs");
+	EXPECT_CLI(64, cli_err, "'11s' is not a delay", "report", "--trace", t, "--phases", p, "--sensor-delay",
+		   "energy=11s");
 	EXPECT_CLI(64, cli_err, "belong to `spmtap report`", "characterize", "--trace", t, "--phases", p,
 		   "--sensor-delay", "energy=1");
 

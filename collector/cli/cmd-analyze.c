@@ -101,7 +101,6 @@ const char cmd_report_usage[] =
 static int parse_delay(const char *cmd, const char *arg, struct ana_args *a)
 {
 	const char *eq = strchr(arg, '=');
-	char *end;
 	if (a->ndelay == ANA_MAX_DEFS) {
 		fprintf(stderr, "spmtap %s: --sensor-delay: at most %d\n", cmd, ANA_MAX_DEFS);
 		return -1;
@@ -110,12 +109,15 @@ static int parse_delay(const char *cmd, const char *arg, struct ana_args *a)
 		fprintf(stderr, "spmtap %s: --sensor-delay '%s': expected SIGNAL=MS, e.g. energy=3.2\n", cmd, arg);
 		return -1;
 	}
-	errno = 0;
-	double ms = strtod(eq + 1, &end);
-	if (end != eq + 1 && !strcmp(end, "ms"))
-		end += 2;
-	if (end == eq + 1 || *end || errno || !isfinite(ms) || fabs(ms) > 1e4) {
-		fprintf(stderr, "spmtap %s: --sensor-delay '%s': '%s' is not a delay in ms (up to 10000)\n", cmd, arg,
+	/* Any time unit, as every time on the command line (units.c); bare: ms.  It may be negative. */
+	const char *v = eq + 1;
+	bool neg = *v == '-';
+	double ns = NAN;
+	if (cli_parse_time(v + neg, 1e6, &ns) < 0)
+		ns = NAN;
+	double ms = neg ? -ns / 1e6 : ns / 1e6;
+	if (!isfinite(ms) || fabs(ms) > 1e4) {
+		fprintf(stderr, "spmtap %s: --sensor-delay '%s': '%s' is not a delay (ms, or with a unit: 3.2ms, 3200us; up to 10 s either way)\n", cmd, arg,
 			eq + 1);
 		return -1;
 	}
