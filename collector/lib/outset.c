@@ -110,13 +110,14 @@ static bool in_set(const struct out_set *s, const char *p)
 	return false;
 }
 
-int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t errlen)
+/*
+ * The earlier run's files this run does not replace by name: its set goes as
+ * a whole.  Called once the new files carry their final names, so a failure
+ * or a kill before that point leaves the earlier recording whole.
+ */
+static void remove_old_set(struct out_set *s, const char *const *old)
 {
-	if (!s)
-		return 0;
-	int rc = 0;
-	char from[4096], to[4096];
-	/* The earlier run's files this run does not replace by name: its set goes as a whole. */
+	char from[4096];
 	for (size_t i = 0; old && old[i]; i++)
 		if (!in_set(s, old[i])) {
 			struct stat sb;
@@ -131,6 +132,14 @@ int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t 
 			if ((size_t)snprintf(from, sizeof(from), "%s%s", old[i], OUTSET_PART) < sizeof(from))
 				unlink_with_companions(from);
 		}
+}
+
+int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t errlen)
+{
+	if (!s)
+		return 0;
+	int rc = 0;
+	char from[4096], to[4096];
 	for (size_t i = 0; i < s->n; i++) {
 		const char *f = s->final[i];
 		if ((size_t)snprintf(from, sizeof(from), "%s%s", f, OUTSET_PART) >= sizeof(from)) {
@@ -163,6 +172,7 @@ int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t 
 				(void)rename(from, to);
 		}
 	}
+	remove_old_set(s, old);
 	return rc;
 }
 
