@@ -96,12 +96,6 @@ static void frame_geometry(const struct rec_gpu *g, struct mx_frame *f)
 	f->cu_count = g->cu_count;
 }
 
-/* Whole percent, rounded down, so that nothing short of all is "100 %". */
-static int pct(double f)
-{
-	return (int)floor(f * 100 + 1e-9);
-}
-
 /*
  * The phase's coverage (the worst XCC's), its saturated cells per column,
  * and whether it keeps its values (docs/analysis.md "Coverage").
@@ -146,7 +140,7 @@ static void phase_truth(const struct rec_gpu *g, const struct pc_prefix *px, con
 		else
 			snprintf(r->reason, sizeof(r->reason), "%s", why);
 	} else if (r->coverage < 1) {
-		snprintf(r->reason, sizeof(r->reason), "partial: %d %% coverage", pct(r->coverage));
+		snprintf(r->reason, sizeof(r->reason), "partial: %d %% coverage", pc_pct(r->coverage));
 	}
 }
 
@@ -212,7 +206,7 @@ static int gpu_phases(const struct rec_gpu *g, const struct sa_phases *ph, const
 				size_t c = (size_t)fd.saturated_col;
 				snprintf(r->metric_reason[i], sizeof(r->metric_reason[i]),
 					 "%s saturated in %d %% of samples", t0->cols[c],
-					 r->cells ? pct((double)r->saturated[c] / (double)r->cells) : 0);
+					 r->cells ? pc_pct((double)r->saturated[c] / (double)r->cells) : 0);
 			}
 		}
 	}

@@ -105,6 +105,8 @@ void pc_cover_of(const struct rec_table *t, const struct pc_period *p, int64_t s
 uint32_t pc_streams_expected(const struct recording *r, uint32_t gpu);
 /* A sentence on c: "coverage 12 %: 3 lost stretches (340.2 ms), no samples after T". */
 void pc_cover_reason(const struct pc_cover *c, char *buf, size_t len);
+/* Whole percent, rounded down: 99.6 % is "99 %", never "100 %" while anything is missing. */
+int pc_pct(double f);
 void pc_free(struct pc_result *p);
 
 /*

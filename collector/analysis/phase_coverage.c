@@ -172,15 +172,14 @@ void pc_cover_of(const struct rec_table *t, const struct pc_period *p, int64_t s
 	c->coverage = c->expected ? (double)c->present / (double)c->expected : 1;
 }
 
-/* Whole percent, rounded down: 99.6 % is "99 %", never "100 %" while anything is missing. */
-static int pct(double f)
+int pc_pct(double f)
 {
 	return (int)floor(f * 100 + 1e-9);
 }
 
 void pc_cover_reason(const struct pc_cover *c, char *buf, size_t len)
 {
-	int o = snprintf(buf, len, "coverage %d %%", pct(c->coverage));
+	int o = snprintf(buf, len, "coverage %d %%", pc_pct(c->coverage));
 	if (o < 0 || (size_t)o >= len)
 		return;
 	if (!c->expected && !c->present) {

@@ -108,16 +108,10 @@ static int colw(const char *name)
 	return l < 11 ? 11 : l;
 }
 
-/* Whole percent, rounded down: nothing short of all reads "100 %". */
-static int pct(double f)
-{
-	return (int)floor(f * 100 + 1e-9);
-}
-
 /* The same, but a share that is there at all is at least "1 %". */
 static int pct_min1(double f)
 {
-	return f > 0 && pct(f) < 1 ? 1 : pct(f);
+	return f > 0 && pc_pct(f) < 1 ? 1 : pc_pct(f);
 }
 
 /* A counter's cell: the number, or what stands in its place ("sat 38436": saturated cells, "-": no value). */
@@ -149,7 +143,7 @@ static void print_table(const struct sa_report *rep, const char *title, size_t n
 		const struct pc_phase *pp = &pg->ph[p];
 		printf("%-16s", rep->ph[p].phase->name);
 		if (samples)
-			printf(" %8zu %6d %%", pp->samples, pct(pp->coverage));
+			printf(" %8zu %6d %%", pp->samples, pc_pct(pp->coverage));
 		for (size_t c = 0; c < ncols; c++)
 			printf(" %*s", colw(name(ctx, c)), cell(ctx, p, c, b, sizeof(b)));
 		if (pp->reason[0])
@@ -238,7 +232,7 @@ size_t ana_coverage_print(FILE *f, const struct ana_in *in, const struct sa_repo
 {
 	if (in->rec)
 		fprintf(f, "Coverage (docs/analysis.md \"Coverage\"): a phase whose SPM samples cover less than %d %% of "
-			"it has no value (--min-coverage)\n", pct(min_coverage));
+			"it has no value (--min-coverage)\n", pc_pct(min_coverage));
 	else
 		fprintf(f, "Coverage (docs/analysis.md \"Coverage\"): sensor values need readings\n");
 	size_t said = 0;
@@ -464,7 +458,7 @@ static int phase_gpus_json(const struct ana_in *in, const struct sa_report *rep,
 		for (uint32_t c = 0; !rc && c < pg->ncols; c++) {
 			char why[96] = "";
 			if (pp->blanked)
-				snprintf(why, sizeof(why), "no value: coverage %d %%", pct(pp->coverage));
+				snprintf(why, sizeof(why), "no value: coverage %d %%", pc_pct(pp->coverage));
 			else if (pp->saturated[c])
 				snprintf(why, sizeof(why), "saturated in %d %% of samples",
 					 pct_min1((double)pp->saturated[c] / (double)(pp->cells ? pp->cells : 1)));
