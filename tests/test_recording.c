@@ -168,6 +168,12 @@ static void csv_whole(void)
 	CU_ASSERT_TRUE(json_is_false(json_object_get(t, "truncated")));
 	CU_ASSERT_EQUAL(json_array_size(json_object_get(t, "streams")), 2);
 	json_decref(j);
+	/* Named, the database must be what is read: no run.db here, so no answer from the CSV files. */
+	char db[PATH_MAX], err[1024] = "";
+	snprintf(db, sizeof(db), "%s/run.db", path("whole"));
+	CU_ASSERT_EQUAL(rec_load(db, &r, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "run.db: no such file"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "name the directory or NAME_meta.json"));
 }
 
 static off_t size_of(const char *a, const char *b)

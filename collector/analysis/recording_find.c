@@ -98,6 +98,11 @@ static int files_of(const char *base, bool want_db, struct rec_src *src, char *e
 	    (rc = locate(base, ".db", &src->db)))
 		return spmtap_seterr(err, errlen, -rc, "%s: %s", base, strerror(-rc));
 	bool csv = src->meta.path && (src->spm.path || src->smi.path);
+	/* The database was named: analysing the CSV files beside it instead would answer another question. */
+	if (want_db && !src->db.path)
+		return spmtap_seterr(err, errlen, ENOENT, "%s.db: no such file (nor %s.db.part)%s", base, base,
+				     csv ? "; the CSV files of this recording are there: name the directory or "
+					   "NAME_meta.json to read them" : "");
 	src->sqlite = src->db.path && (want_db || !csv);
 	if (src->sqlite || csv)
 		return 0;
