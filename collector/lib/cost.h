@@ -4,7 +4,7 @@
  * own clock (CLOCK_THREAD_CPUTIME_ID), the process's CPU over all its
  * threads, both per GB of SPM bytes and as a multiple of one memcpy of the
  * same bytes timed in this process at the end (so it does not disturb the
- * recording).  The metadata's "cost" object (docs/formats/meta.md) and the
+ * recording).  The metadata's "cost" object (docs/formats/meta-cost.md) and the
  * summary's cost line come from here.
  */
 #ifndef SPMTAP_COLLECTOR_COST_H
@@ -51,7 +51,7 @@ double cost_memcpy_s(uint64_t bytes);
 /* The process CPU now and the memcpy reference; the stages are already added. */
 void cost_finish(struct cost *c);
 
-/* The metadata's "cost" object (docs/formats/meta.md); NULL on no memory. */
+/* The metadata's "cost" object (docs/formats/meta-cost.md); NULL on no memory. */
 json_t *cost_json(const struct cost *c);
 
 /* CPU seconds per GB of c->bytes; -1 when no bytes. */

@@ -348,7 +348,7 @@ json_t *ses_raw_end_json(struct session *S)
 }
 
 /*
- * The recording's cost per stage (cost.h, docs/formats/csv.md "cost"):
+ * The recording's cost per stage (cost.h, docs/formats/meta-cost.md):
  * every thread's CPU from its own clock, read when it ended; the writers'
  * from their calls (session_threads.c, session_outputs.c).  Gathered once,
  * after every thread has ended, with the memcpy reference timed then.

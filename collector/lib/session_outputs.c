@@ -125,7 +125,7 @@ static json_t *full_meta(struct session *S, bool final)
 		json_t *mk = markers_json(S);
 		if (mk)
 			json_object_set_new(m, "markers", mk);
-		/* docs/formats/meta.md "cost": every thread has ended, the last flush is counted */
+		/* docs/formats/meta-cost.md: every thread has ended, the last flush is counted */
 		json_object_set_new(m, "cost", cost_json(ses_cost(S)));
 	} else {
 		json_object_set_new(m, "accounting", live_accounting_json(S));
