@@ -344,6 +344,9 @@ json_t *ses_raw_end_json(struct session *S)
 	if (decoded)
 		merge(end, json_pack("{s:I, s:i, s:I}", "samples", (json_int_t)samples,
 			"sample_bytes", (int)st.sample_size, "lost_samples", (json_int_t)lost));
+	/* The recording's cost, as NAME_meta.json has it (docs/formats/meta-cost.md). */
+	if (end)
+		json_object_set_new(end, "cost", cost_json(ses_cost(S)));
 	return end;
 }
 
