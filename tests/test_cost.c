@@ -12,7 +12,8 @@
  *    process's CPU, and every per-GB figure and memcpy multiple is its CPU
  *    over those bytes and that memcpy;
  *  - the summary prints the cost line, with the raw container's writer
- *    when --raw is recorded.
+ *    when --raw is recorded, whose end record has the object too;
+ *  - with an application, the marker thread has its entry.
  * No wall-clock thresholds: the CPU figures are only checked against each
  * other and against the bytes.
  */
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/lib/rawfile.h"
 #include "files.h"
 #include "proc.h"
 #include "testenv.h"
@@ -184,6 +186,49 @@ static void test_raw_line(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "feeder "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "decode "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "raw "));
+	/* The container's end record carries the same cost object (docs/raw-format.md). */
+	struct rawfile_reader *r;
+	char e[256];
+	CU_ASSERT_EQUAL_FATAL(rawfile_open(&r, raw, e, sizeof(e)), 0);
+	struct rawfile_record rr;
+	json_t *end = NULL;
+	while (rawfile_next(r, &rr, e, sizeof(e)) == 1)
+		if (rr.type == RAWFILE_END) {
+			json_decref(end);
+			end = json_loadb(rr.data, rr.length, 0, NULL);
+		}
+	rawfile_close(r);
+	json_t *c = json_object_get(end, "cost");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_PTR_NOT_NULL(stage(c, "writer:raw"));
+	CU_ASSERT_EQUAL(num(c, "bytes"), truth_copied(path("raw.truth")));
+	json_decref(end);
+}
+
+/* With an application the marker thread runs: its own entry, and still within the process's CPU. */
+static void test_app_markers(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path("app"));
+	const char *rec[] = { "record", "--spm", "SQ_WAVES", "-d", dir, "-o", "run", "-f", "perfetto", "--",
+			      "/bin/sleep", "1", NULL };
+	CU_ASSERT_EQUAL_FATAL(run(rec, path("app.truth"), path("app.err")), 0);
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/run_meta.json", dir);
+	json_t *m = json_load_file(p, 0, NULL);
+	json_t *c = json_object_get(m, "cost");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_PTR_NOT_NULL(stage(c, "markers"));
+	CU_ASSERT_PTR_NOT_NULL(stage(c, "writer:perfetto"));
+	CU_ASSERT_PTR_NULL(stage(c, "sensors"));
+	double sum = 0;
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(c, "stages"), i, s)
+		sum += num(s, "cpu_s");
+	CU_ASSERT(sum <= num(c, "collector_cpu_s") + 1e-6);
+	CU_ASSERT_EQUAL(num(c, "bytes"), truth_copied(path("app.truth")));
+	json_decref(m);
 }
 
 int main(int argc, char **argv)
@@ -192,6 +237,7 @@ int main(int argc, char **argv)
 	static const struct testenv_case cases[] = {
 		{ "meta", test_meta, need_emulator },
 		{ "raw_line", test_raw_line, need_emulator },
+		{ "app_markers", test_app_markers, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	return testenv_run_suite("cost", cases, argc, argv);
