@@ -2,7 +2,7 @@
 /*
  * The recording's cost per stage (collector/lib/cost.c, session_meta.c
  * ses_cost, the summary's cost line in collector/cli/record-summary.c),
- * against the real CLI on the emulated MI300A (this suite's emulator):
+ * against the real CLI on an emulated MI300A and MI210 (this suite's emulator):
  *  - NAME_meta.json has "cost" with one entry per stage that ran (feeder,
  *    decode, each writer, sensors, clock), the SQLite copy of the metadata
  *    the same object;
@@ -13,7 +13,8 @@
  *    over those bytes and that memcpy;
  *  - the summary prints the cost line, with the raw container's writer
  *    when --raw is recorded, whose end record has the object too;
- *  - with an application, the marker thread has its entry.
+ *  - with an application, the marker thread has its entry;
+ *  - with two GPUs, one entry per stage over both, the bytes of both.
  * No wall-clock thresholds: the CPU figures are only checked against each
  * other and against the bytes.
  */
@@ -231,13 +232,41 @@ static void test_app_markers(void)
 	json_decref(m);
 }
 
+/* Two GPUs: one entry per stage, their threads summed, the bytes of both against the truth. */
+static void test_two_gpus(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path("two"));
+	const char *rec[] = { "record", "--spm", "SQ_WAVES", "--device", "all", "-d", dir, "-o", "run", "-f",
+			      "csv", "--duration", "1", NULL };
+	CU_ASSERT_EQUAL_FATAL(run(rec, path("two.truth"), path("two.err")), 0);
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/run_meta.json", dir);
+	json_t *m = json_load_file(p, 0, NULL);
+	json_t *c = json_object_get(m, "cost");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(m, "accounting")), 2);
+	CU_ASSERT_EQUAL(num(c, "bytes"), truth_copied(path("two.truth")));
+	size_t i, feeders = 0;
+	json_t *s;
+	double sum = 0;
+	json_array_foreach(json_object_get(c, "stages"), i, s) {
+		feeders += !strcmp(json_string_value(json_object_get(s, "stage")), "feeder");
+		sum += num(s, "cpu_s");
+	}
+	CU_ASSERT_EQUAL(feeders, 1);
+	CU_ASSERT(sum <= num(c, "collector_cpu_s") + 1e-6);
+	json_decref(m);
+}
+
 int main(int argc, char **argv)
 {
-	testenv_under_emu(argc, argv, "mi300a", NULL);
+	testenv_under_emu(argc, argv, "mi300a,mi210", NULL);
 	static const struct testenv_case cases[] = {
 		{ "meta", test_meta, need_emulator },
 		{ "raw_line", test_raw_line, need_emulator },
 		{ "app_markers", test_app_markers, need_emulator },
+		{ "two_gpus", test_two_gpus, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	return testenv_run_suite("cost", cases, argc, argv);
