@@ -27,7 +27,8 @@
  *
  * The raw container is written at an interval that keeps it under 0.8x
  * the disk write rate measured first (e2e_disk_write_gbps: 512 MiB with
- * fdatasync into the output directory), since its bytes all go to disk;
+ * fdatasync into the output directory), since its bytes all go to disk,
+ * from the rate `spmtap plan` gives for the interval (e2e_planned_gbps);
  * every run is shortened to fit half the free space (said as _seconds).
  * `--search` adds, per format, the smallest lossless interval found with
  * short trials (the lossless end-to-end rate; SPMTAP_BENCH_SEARCH_S, 2 s).
@@ -436,6 +437,32 @@ static void search(const char *spmtap, const char *profile, const char *counters
 		printf("e2e_%s_search_lossless_interval=none\n", fmt);
 }
 
+/*
+ * The planned rate at `interval`, bytes/s over every XCC, from `spmtap plan`
+ * ("... MB/s for 8 XCC", at the family's assumed SCLK); 0 if it cannot say.
+ */
+static double plan_rate(const char *spmtap, const char *profile, const char *counters, unsigned interval,
+			const char *tmp)
+{
+	char cmd[3 * PATH_MAX], line[1024];
+	snprintf(cmd, sizeof(cmd), "SPMTAP_EMU_STATE_DIR='%s/plan-state' '%s' --emulate %s plan --spm %s "
+		 "--interval %u 2>/dev/null", tmp, spmtap, profile, counters, interval);
+	FILE *f = popen(cmd, "r");
+	double mbs = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *r = strstr(line, "MB/s for ");
+		if (!strncmp(line, "rate", 4) && r) {
+			const char *b = r;
+			while (b > line && (b[-1] == ' ' || b[-1] == '.' || (b[-1] >= '0' && b[-1] <= '9')))
+				b--;
+			mbs = atof(b);
+		}
+	}
+	if (f)
+		pclose(f);
+	return mbs * 1e6;
+}
+
 /* Bytes/s written to dir with fdatasync: 512 MiB in 8 MiB writes. */
 static double disk_rate(const char *dir)
 {
@@ -504,7 +531,10 @@ int main(int argc, char **argv)
 	printf("e2e_memcpy_gbps=%.2f\n", mc / 1e9);
 	printf("e2e_disk_write_gbps=%.3f\n", disk / 1e9);
 	fflush(stdout);
-	double rate = 0; /* SPM bytes/s at `interval`, from the first run's truth */
+	/* SPM bytes/s at `interval`: the plan's, else what the first run's device produced */
+	double rate = plan_rate(spmtap, profile, counters, interval, tmp);
+	if (rate > 0)
+		printf("e2e_planned_gbps=%.3f\n", rate / 1e9);
 	char list[256];
 	snprintf(list, sizeof(list), "%s", formats);
 	for (char *save = NULL, *fmt = strtok_r(list, ",", &save); fmt; fmt = strtok_r(NULL, ",", &save)) {
