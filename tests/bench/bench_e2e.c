@@ -16,7 +16,8 @@
  *   e2e_FMT_stage_NAME_s_per_gb     per stage (feeder, decode, writer_csv, ...)
  *   e2e_FMT_memcpy_s_per_gb         one memcpy of the bytes, timed in the recorder
  *   e2e_FMT_device_cpu_s_per_gb     the emulated device's own CPU per GB it produced (truth
- *                                   "device_cpu_s"; n/a when the emulator does not report it)
+ *                                   "device_cpu_s"; n/a when the emulator does not report it);
+ *                                   e2e_FMT_device says where it ran (process | inline)
  *   e2e_FMT_rss_peak_kb, _rss_half_kb, _rss_end_kb
  *                                   the recorder's VmHWM while recording, VmRSS at half time and
  *                                   near the end (flat = bounded memory); _maxrss_kb is wait4's,
@@ -65,6 +66,7 @@ struct trial {
 	double lost_rec;                  /* the recorder's count */
 	double truth_produced, sample_bytes, sclk_mhz;
 	double device_cpu_s;              /* < 0: not reported */
+	char device[16];                  /* truth "device": process | inline ("" not reported) */
 	double out_bytes, cpu_rusage_s;
 	long rss_peak, rss_half, rss_end, maxrss;
 	json_t *cost;                     /* the recording's cost object */
@@ -197,6 +199,8 @@ static void read_truth(const char *path, struct trial *t)
 		} else {
 			t->lost_truth += lost > 0; /* no layout: at least say something was lost */
 		}
+		if (json_is_string(json_object_get(j, "device")))
+			snprintf(t->device, sizeof(t->device), "%s", json_string_value(json_object_get(j, "device")));
 		json_t *dc = json_object_get(j, "device_cpu_s");
 		unsigned gid = (unsigned)dnum(j, "gpu_id");
 		size_t k = 0;
@@ -384,6 +388,7 @@ static void print_trial(const char *fmt, unsigned iv, const struct trial *t)
 		kv_num(fmt, "device_cpu_s_per_gb", t->device_cpu_s / (t->truth_produced / 1e9), "%.3f");
 	else
 		printf("e2e_%s_device_cpu_s_per_gb=n/a\n", fmt);
+	printf("e2e_%s_device=%s\n", fmt, t->device[0] ? t->device : "n/a");
 	kv_num(fmt, "process_tree_cpu_s", t->cpu_rusage_s, "%.3f");
 	kv_num(fmt, "rss_peak_kb", (double)t->rss_peak, "%.0f");
 	kv_num(fmt, "rss_half_kb", (double)t->rss_half, "%.0f");
