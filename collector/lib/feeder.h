@@ -60,6 +60,8 @@ struct feeder_stats {
 	bool stalled;            /* SPMTAP_FEEDER_STALL fired */
 	uint32_t period_us;      /* last poll period */
 	uint64_t cpu_ns;         /* CPU time of the feeder thread (includes the kernel's copy) */
+	uint64_t journal_cpu_ns; /* CPU time of the journal thread, 0 when none ran (cost.h) */
+	uint64_t spilled_bytes;  /* bytes that went through the journal (issue 15 item 3) */
 	int error;               /* first error of the thread, 0 if none */
 	char errmsg[SPM_ERRLEN];
 };

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "collector/lib/cost.h"
 #include "collector/lib/decode_thread.h"
 #include "collector/lib/prime.h"
 #include "collector/lib/session.h"
@@ -135,6 +136,14 @@ struct session {
 	char host[256];
 	bool start_ok, committed;
 	int64_t meta_mono;        /* when the metadata was last rewritten (CLOCK_MONOTONIC) */
+	/*
+	 * CPU per stage (cost.h): wcpu_ns[k], writer k's calls (their thread's
+	 * clock, whichever thread calls); the clock and marker threads' own, set
+	 * when they end; cost, the metadata's "cost", once after the run.
+	 */
+	uint64_t wcpu_ns[SESSION_MAX_WRITERS];
+	uint64_t clock_cpu_ns, mk_cpu_ns;
+	struct cost cost;
 };
 
 /* The metadata and the files are brought up to date at least this often (docs/formats/csv.md). */
@@ -186,5 +195,10 @@ int ses_outputs_finish(struct session *S, char *err, size_t errlen);
 /* The stream's index in extra.streams (rows[]), or -1. */
 int ses_stream_index(struct session *S, const struct series_stream *s);
 json_t *ses_accounting_json(struct session *S);
+/*
+ * The cost per stage (cost.h), gathered and the memcpy reference timed the
+ * first time it is called, after every thread has ended; the same after.
+ */
+const struct cost *ses_cost(struct session *S);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collector/lib/cost.h"
 #include "collector/lib/smi_sampler.h"
 #include "collector/lib/timebase.h"
 #include "log.h"
@@ -257,6 +258,7 @@ static void *thread_main(void *arg)
 	}
 	s->st.mean_late_ns = wakes ? s->late_sum / (double)wakes : 0;
 	flush(s);
+	s->st.cpu_ns = cost_thread_cpu_ns();
 	return NULL;
 }
 
