@@ -3,7 +3,7 @@
  * collector/lib/write_perfetto.c: a small trace read back by protoc (Debian's
  * protobuf tooling, as a child process) and by protobuf-c, packet by packet,
  * each sample's time and track resolved as trace_processor does (sequence
- * defaults, the incremental clock; resolve() below) and compared with what
+ * defaults, the incremental clock; tests/lib/pftrace.c) and compared with what
  * was written; a 2-million-sample stream in bounded memory; a full disk
  * (RLIMIT_FSIZE) and /dev/full leave an error naming the file and a trace
  * that parses.
@@ -24,6 +24,7 @@
 #include "collector/lib/writer.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
 #include "lib/files.h"
+#include "lib/pftrace.h"
 #include "lib/testenv.h"
 
 typedef Perfetto__Protos__Trace pf_trace;
@@ -138,93 +139,18 @@ static pf_trace *unpack_file(const char *p)
 	return t;
 }
 
-/*
- * ---- a packet's time and track, by Perfetto's rules ----
- * Per trusted_packet_sequence_id: SEQ_INCREMENTAL_STATE_CLEARED resets the
- * sequence's state; TracePacketDefaults give the timestamp clock and the
- * TrackEvent's track when the packet does not; a ClockSnapshot defines the
- * sequence-scoped clock 64 (here: equal to BOOTTIME at that instant,
- * incremental); a timestamp on an incremental clock is a delta from the
- * previous one on it.  A packet that needs incremental state must come
- * after the state was cleared.
- */
-struct seq_state {
-	uint32_t seq;
-	int cleared;
-	uint32_t def_clock;   /* 0: none */
-	uint64_t def_track;   /* 0: none */
-	uint64_t inc_ns;      /* clock 64's value, in BOOTTIME ns */
-	int has_inc;
-};
+/* ---- a packet's time and track, by Perfetto's rules (tests/lib/pftrace.c) ---- */
 
-static struct seq_state seqs[64];
-static size_t nseqs;
+static struct pft_state rs;
 
-static struct seq_state *seq_of(uint32_t id)
-{
-	for (size_t i = 0; i < nseqs; i++)
-		if (seqs[i].seq == id)
-			return &seqs[i];
-	CU_ASSERT_FATAL(nseqs < 64);
-	seqs[nseqs] = (struct seq_state){ .seq = id };
-	return &seqs[nseqs++];
-}
-
-/* Returns 0 and the BOOTTIME ns and track of p (0 where it has none), or -1. */
 static int resolve(const pf_packet *p, uint64_t *ts, uint64_t *track)
 {
-	if (!p->has_trusted_packet_sequence_id)
-		return -1;
-	struct seq_state *s = seq_of(p->trusted_packet_sequence_id);
-	if (p->has_sequence_flags && (p->sequence_flags & 1)) {
-		*s = (struct seq_state){ .seq = s->seq, .cleared = 1 };
-	}
-	if (p->has_sequence_flags && (p->sequence_flags & 2) && !s->cleared)
-		return -1;
-	if (p->trace_packet_defaults) {
-		const Perfetto__Protos__TracePacketDefaults *d = p->trace_packet_defaults;
-		s->def_clock = d->has_timestamp_clock_id ? d->timestamp_clock_id : 0;
-		s->def_track = d->track_event_defaults && d->track_event_defaults->has_track_uuid
-				       ? d->track_event_defaults->track_uuid : 0;
-	}
-	if (p->clock_snapshot) {
-		uint64_t boot = 0, inc = 0;
-		int has_boot = 0;
-		for (size_t k = 0; k < p->clock_snapshot->n_clocks; k++) {
-			const Perfetto__Protos__ClockSnapshot__Clock *c = p->clock_snapshot->clocks[k];
-			if (c->clock_id == 6) {
-				boot = c->timestamp;
-				has_boot = 1;
-			} else if (c->clock_id == 64) {
-				if (!c->is_incremental)
-					return -1;
-				inc = c->timestamp;
-				s->has_inc = 1;
-			}
-		}
-		if (!has_boot || !s->has_inc || boot != inc) /* spmtap's clock 64 starts equal to BOOTTIME */
-			return -1;
-		s->inc_ns = inc;
-	}
-	uint32_t clock = p->has_timestamp_clock_id ? p->timestamp_clock_id : s->def_clock ? s->def_clock : 6;
-	*ts = 0;
-	if (p->has_timestamp) {
-		if (clock == 6) {
-			*ts = p->timestamp;
-		} else if (clock == 64 && s->has_inc) {
-			s->inc_ns += p->timestamp;
-			*ts = s->inc_ns;
-		} else {
-			return -1;
-		}
-	}
-	*track = p->track_event && p->track_event->has_track_uuid ? p->track_event->track_uuid : s->def_track;
-	return 0;
+	return pft_resolve(&rs, p, ts, track);
 }
 
 static void resolve_reset(void)
 {
-	nseqs = 0;
+	memset(&rs, 0, sizeof(rs));
 }
 
 /* ---- protoc, as a child process ---- */
