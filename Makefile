@@ -157,8 +157,8 @@ $(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
 # libcapstone disassembles the marker fast path in one suite (tests/test_marker_code.c) and is
 # linked into nothing else; without it that suite says so and skips.
 CAPSTONE_LIBS := $(shell pkg-config --libs capstone 2>/dev/null)
-$(B)/tests/test_marker_code: CPPFLAGS += $(if $(CAPSTONE_LIBS),-DHAVE_CAPSTONE)
-$(B)/tests/test_marker_code: LIBS += $(CAPSTONE_LIBS)
+$(B)/tests/test_marker_code: private CPPFLAGS += $(if $(CAPSTONE_LIBS),-DHAVE_CAPSTONE)
+$(B)/tests/test_marker_code: private LIBS += $(CAPSTONE_LIBS)
 
 $(B)/bench/%: tests/bench/%.c $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
