@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -228,6 +229,9 @@ static bool sample(struct smi_sampler *s)
  */
 static void timing_setup(const struct smi_sampler *s)
 {
+	char name[16]; /* top -H and the bench see the samplers by name */
+	snprintf(name, sizeof(name), "spmtap-smi%u", s->o.gpu);
+	pthread_setname_np(pthread_self(), name);
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	const char *e = getenv("SPMTAP_SMI_RT");
 	if (e && !strcmp(e, "0"))
