@@ -97,14 +97,7 @@ static json_t *live_accounting_json(struct session *S)
 
 static json_t *markers_json(struct session *S)
 {
-	struct mk_stats ms;
-	if (!S->mk)
-		return NULL;
-	mk_reader_stats(S->mk, &ms);
-	return json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "threads", (int)ms.threads,
-			 "threads_refused", (json_int_t)ms.threads_refused, "events", (json_int_t)ms.events,
-			 "regions", (json_int_t)ms.regions, "dropped_events", (json_int_t)ms.dropped,
-			 "unmatched", (json_int_t)ms.unmatched, "unterminated", (json_int_t)ms.unterminated);
+	return S->mk ? mk_reader_json(S->mk) : NULL;
 }
 
 static json_t *full_meta(struct session *S, bool final)
