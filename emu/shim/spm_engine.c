@@ -4,6 +4,7 @@
  * See spm_engine.h for the lazy, time-ordered simulation this implements.
  */
 #include "emu/shim/spm_engine.h"
+#include "emu/shim/spm_device.h"
 #include "emu/shim/gpu_state.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/shim.h"
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EMU_NS_PER_MS 1000000ull
@@ -89,14 +91,14 @@ static void emu_period_begin(struct emu_spm_xcc *x, uint64_t now, uint64_t t_num
 /* ---- user memory ------------------------------------------------------------ */
 
 /* copy_to_user: bytes actually written; a fault stops the copy as in the kernel. */
-static size_t emu_user_write(uint64_t dst, const void *src, size_t len)
+static size_t emu_user_write(int pid, uint64_t dst, const void *src, size_t len)
 {
 	size_t done = 0;
 	while (done < len) {
 		struct iovec l = { (void *)((const char *)src + done), len - done };
 		struct iovec r = { (void *)(uintptr_t)(dst + done), len - done };
-		ssize_t w = process_vm_writev(getpid(), &l, 1, &r, 1, 0);
-		if (w < 0 && (errno == ENOSYS || errno == EPERM)) {
+		ssize_t w = process_vm_writev(pid ? pid : getpid(), &l, 1, &r, 1, 0);
+		if (w < 0 && !pid && (errno == ENOSYS || errno == EPERM)) {
 			memcpy(r.iov_base, l.iov_base, len - done); /* no way to probe: trust the caller */
 			return len;
 		}
@@ -126,7 +128,7 @@ static void emu_commit_xcc(struct emu_spm *s, uint32_t k)
 			p->src->fill(&s->src_ctx, p, k, seq0, n, emu_tmp + (l - l0) * EMU_SPM_LINE);
 			l += n;
 		}
-		size_t w = emu_user_write(x->dest + x->pend_off, emu_tmp + (b0 - l0 * EMU_SPM_LINE), len);
+		size_t w = emu_user_write(s->user_pid, x->dest + x->pend_off, emu_tmp + (b0 - l0 * EMU_SPM_LINE), len);
 		if (w < len) {
 			/* The kernel's worker swallows the EFAULT and flags loss. */
 			x->c.lost_efault += len - w;
@@ -139,7 +141,7 @@ static void emu_commit_xcc(struct emu_spm *s, uint32_t k)
 	}
 }
 
-void emu_spm_commit(struct emu_spm *s)
+static void emu_spm_commit_local(struct emu_spm *s)
 {
 	for (uint32_t k = 0; k < s->num_xcc; k++)
 		emu_commit_xcc(s, k);
@@ -376,7 +378,7 @@ void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs)
 	emu_gs_unlock(gs);
 }
 
-void emu_spm_advance(struct emu_spm *s, uint64_t now)
+static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
 {
 	bool halted = false;
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
@@ -426,7 +428,7 @@ uint64_t emu_spm_fill_time(const struct emu_spm *s)
 	return best;
 }
 
-uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
+static uint64_t emu_spm_predict_fill_local(const struct emu_spm *s, uint64_t deadline)
 {
 	uint64_t best = UINT64_MAX;
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
@@ -441,19 +443,19 @@ uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
 	return best;
 }
 
-void emu_spm_flush(struct emu_spm *s, uint64_t now)
+static void emu_spm_flush_local(struct emu_spm *s, uint64_t now)
 {
 	for (uint32_t k = 0; k < s->num_xcc; k++)
 		emu_worker(s, k, &s->x[k], now, true);
 }
 
-static int emu_write_header(uint64_t addr, uint32_t bytes, uint32_t loss)
+static int emu_write_header(int pid, uint64_t addr, uint32_t bytes, uint32_t loss)
 {
 	uint32_t h[8] = { 0x00000004u, bytes, loss, 0, 0, 0, 0, 0 };
-	return emu_user_write(addr, h, sizeof(h)) == sizeof(h) ? 0 : EFAULT;
+	return emu_user_write(pid, addr, h, sizeof(h)) == sizeof(h) ? 0 : EFAULT;
 }
 
-int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
+static int emu_spm_retire_local(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
 {
 	int rc = 0;
 	*bytes = 0;
@@ -463,7 +465,7 @@ int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
 		if (!x->armed)
 			continue;
 		emu_commit_xcc(s, k);
-		if (s->gen == EMU_GEN_B && emu_write_header(x->hdr, x->copied, x->loss)) {
+		if (s->gen == EMU_GEN_B && emu_write_header(s->user_pid, x->hdr, x->copied, x->loss)) {
 			/* The caller gets EFAULT instead of a count: those bytes are not delivered. */
 			x->c.lost_efault += x->copied;
 			rc = EFAULT;
@@ -482,7 +484,7 @@ int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
 	return rc;
 }
 
-void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
+static void emu_spm_arm_local(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 {
 	bool start = !s->streaming;
 	if (start) {
@@ -528,7 +530,7 @@ void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 	}
 }
 
-void emu_spm_stop(struct emu_spm *s)
+static void emu_spm_stop_local(struct emu_spm *s)
 {
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		struct emu_spm_xcc *x = &s->x[k];
@@ -539,9 +541,9 @@ void emu_spm_stop(struct emu_spm *s)
 	s->streaming = false;
 }
 
-void emu_spm_discard_all(struct emu_spm *s)
+static void emu_spm_discard_all_local(struct emu_spm *s)
 {
-	emu_spm_commit(s);
+	emu_spm_commit_local(s);
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		struct emu_spm_xcc *x = &s->x[k];
 		x->c.discarded_release += (x->wptr - x->rptr) + (x->armed ? x->copied : 0);
@@ -596,6 +598,8 @@ void emu_spm_free(struct emu_spm *s)
 {
 	if (!s)
 		return;
+	if (s->dev)
+		emu_dev_close(s);
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		for (uint32_t i = 0; i < s->x[k].nper; i++)
 			emu_rlc_put(s->x[k].per[i].layout);
@@ -603,4 +607,108 @@ void emu_spm_free(struct emu_spm *s)
 		free(s->x[k].slot_seq);
 	}
 	free(s);
+}
+
+/* ---- the public calls: the device process's, or this process's (timed) ----- */
+
+static uint64_t emu_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Inline, the device's work runs on the caller's threads: its CPU is
+ * measured around each call so the truth can report it ("device_cpu_s").
+ * In the device process the whole process's CPU is the device's.
+ */
+#define EMU_INLINE_TIMED(s, call)                                        \
+	do {                                                             \
+		bool timed_ = !(s)->in_device;                           \
+		uint64_t t0_ = timed_ ? emu_thread_cpu_ns() : 0;         \
+		call;                                                    \
+		if (timed_)                                              \
+			((struct emu_spm *)(s))->cpu_ns += emu_thread_cpu_ns() - t0_; \
+	} while (0)
+
+void emu_spm_advance(struct emu_spm *s, uint64_t now)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_ADVANCE, now, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now));
+}
+
+uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
+{
+	uint64_t r;
+	if (s->dev) {
+		struct emu_spm *m = (struct emu_spm *)s; /* the mirror, not the engine, changes */
+		return emu_dev_call(m, EMU_DEV_PREDICT, deadline, 0, 0) ? UINT64_MAX : m->dev_val;
+	}
+	EMU_INLINE_TIMED(s, r = emu_spm_predict_fill_local(s, deadline));
+	return r;
+}
+
+void emu_spm_flush(struct emu_spm *s, uint64_t now)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_FLUSH, now, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_flush_local(s, now));
+}
+
+int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
+{
+	int rc;
+	if (s->dev) {
+		if (emu_dev_call(s, EMU_DEV_RETIRE, 0, 0, 0)) {
+			*bytes = *loss = 0;
+			return 0;
+		}
+		*bytes = s->dev_bytes;
+		*loss = s->dev_loss;
+		return s->dev_rc;
+	}
+	EMU_INLINE_TIMED(s, rc = emu_spm_retire_local(s, bytes, loss));
+	return rc;
+}
+
+void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_ARM, dest, size, now);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_arm_local(s, dest, size, now));
+}
+
+void emu_spm_stop(struct emu_spm *s)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_STOP, 0, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_stop_local(s));
+}
+
+void emu_spm_discard_all(struct emu_spm *s)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_DISCARD, 0, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_discard_all_local(s));
+}
+
+void emu_spm_commit(struct emu_spm *s)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_COMMIT, 0, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_commit_local(s));
 }

@@ -77,6 +77,19 @@ struct emu_spm {
 	struct emu_spm_inj inj[EMU_SPM_MAX_INJ];
 	int ninj;
 	struct emu_spm_source_ctx src_ctx;
+	/*
+	 * Process mode (spm_device.h).  Caller side: dev is set, every public
+	 * call below is a request to the device, and x[k].armed/full/fill_ns and
+	 * streaming mirror the device's after each one.  Device side: user_pid is
+	 * the process whose buffers the worker writes (0: this one).
+	 */
+	struct emu_dev *dev;
+	int user_pid;
+	bool in_device;
+	uint64_t cpu_ns;           /* inline: CPU the caller's threads spent in this engine */
+	int dev_rc;                /* the last request's results */
+	uint32_t dev_bytes, dev_loss;
+	uint64_t dev_val;
 	struct emu_spm_xcc x[];
 };
 

@@ -13,6 +13,7 @@
 #include "emu/shim/regs.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/spm_engine.h"
+#include "emu/shim/spm_device.h"
 #include "uapi/kfd_spm.h"
 
 #include <errno.h>
@@ -132,9 +133,19 @@ static int emu_spm_acquire(struct emu_gpu *g)
 	int fd = -1, err = emu_spm_lock(g->gpu_id, &fd);
 	if (err)
 		return err;
-	g->spm = emu_gpu_regs(g) ? emu_spm_new(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj) : NULL;
-	if (g->spm)
-		emu_spm_attach(g->spm, g->gs);
+	g->spm = NULL;
+	if (emu_gpu_regs(g) && emu_dev_wanted()) {
+		/* The device's own process (spm_device.h); the inline engine when it cannot start. */
+		char why[256];
+		g->spm = emu_dev_spawn(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj, g->gs, why, sizeof(why));
+		if (!g->spm)
+			emu_log("SPM on gpu 0x%x: no device process (%s); the engine runs inline\n", g->gpu_id, why);
+	}
+	if (!g->spm && emu_gpu_regs(g)) {
+		g->spm = emu_spm_new(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj);
+		if (g->spm)
+			emu_spm_attach(g->spm, g->gs);
+	}
 	if (!g->spm) {
 		flock(fd, LOCK_UN);
 		emu_real_close(fd);
