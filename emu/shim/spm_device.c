@@ -49,6 +49,7 @@ struct emu_dev_shm {
 	struct emu_spm_inj inj[EMU_SPM_MAX_INJ];
 	uint64_t cursor[EMU_GS_MAX_XCC]; /* the GPU's transition log heads at ACQUIRE */
 	uint64_t probe_addr;             /* a byte of the caller's the device writes once */
+	uint32_t session;                /* the owner's device sessions so far, from 1 */
 	/* The device's answer to the start: 1 ready, else -errno. */
 	int32_t ready;
 	char why[128];
@@ -59,18 +60,33 @@ struct emu_dev_shm {
 	int32_t rc;
 	uint32_t bytes, loss;
 	uint64_t val;
+	uint8_t hold;                    /* the caller is inside a SET_DEST_BUF: no worker, no production */
+	/* EMU_DEV_FLUSH: what the caller copies from the shared ring; EMU_DEV_SHORT: what it could not. */
+	uint32_t fl_len[EMU_GS_MAX_XCC], fl_short[EMU_GS_MAX_XCC];
+	uint64_t fl_from[EMU_GS_MAX_XCC], fl_dest[EMU_GS_MAX_XCC];
 	/* The engine's state the caller reads, as of the last request or tick. */
 	uint8_t streaming;
 	uint8_t armed[EMU_GS_MAX_XCC], full[EMU_GS_MAX_XCC];
 	uint64_t fill_ns[EMU_GS_MAX_XCC];
 };
 
+/* Then, from EMU_DEV_RING_OFF: each XCC's ring, ring_bytes, the bytes of a line at its slot. */
+#define EMU_DEV_RING_OFF ((sizeof(struct emu_dev_shm) + 4095) / 4096 * 4096)
+
 struct emu_dev {
 	struct emu_dev_shm *shm;
+	size_t map_bytes;
 	int fd;
 	pid_t pid;
-	bool dead;
+	bool dead, hold;
+	uint32_t fl_len[EMU_GS_MAX_XCC], fl_short[EMU_GS_MAX_XCC];
+	uint64_t fl_from[EMU_GS_MAX_XCC], fl_dest[EMU_GS_MAX_XCC];
 };
+
+static size_t emu_dev_map_bytes(uint32_t num_xcc, uint64_t ring_bytes)
+{
+	return EMU_DEV_RING_OFF + (size_t)num_xcc * ring_bytes;
+}
 
 static volatile uint8_t emu_dev_probe_byte;
 
@@ -142,6 +158,9 @@ int emu_dev_call(struct emu_spm *s, enum emu_dev_op op, uint64_t a0, uint64_t a1
 	struct emu_dev_shm *m = d->shm;
 	emu_dev_lock(m);
 	m->op = op;
+	m->hold = d->hold;
+	if (op == EMU_DEV_SHORT)
+		memcpy(m->fl_short, d->fl_short, sizeof(m->fl_short));
 	m->a[0] = a0;
 	m->a[1] = a1;
 	m->a[2] = a2;
@@ -158,9 +177,51 @@ int emu_dev_call(struct emu_spm *s, enum emu_dev_op op, uint64_t a0, uint64_t a1
 	s->dev_bytes = m->bytes;
 	s->dev_loss = m->loss;
 	s->dev_val = m->val;
+	if (op == EMU_DEV_FLUSH) {
+		memcpy(d->fl_len, m->fl_len, sizeof(d->fl_len));
+		memcpy(d->fl_from, m->fl_from, sizeof(d->fl_from));
+		memcpy(d->fl_dest, m->fl_dest, sizeof(d->fl_dest));
+	}
 	emu_dev_mirror(s, m);
 	pthread_mutex_unlock(&m->mu);
 	return 0;
+}
+
+void emu_dev_hold(struct emu_spm *s, bool on)
+{
+	if (s->dev)
+		s->dev->hold = on;
+}
+
+/*
+ * The device runs the worker (its older copies it writes itself) and puts
+ * the lines this copy takes in their slots of the shared ring; this thread
+ * writes them into its own buffer, so the collector pays for the flush's
+ * copy as it does on hardware.  The device waits for the next request.
+ */
+void emu_dev_flush(struct emu_spm *s, uint64_t now)
+{
+	struct emu_dev *d = s->dev;
+	if (emu_dev_call(s, EMU_DEV_FLUSH, now, 0, 0))
+		return;
+	bool short_any = false;
+	const uint8_t *base = (const uint8_t *)d->shm + EMU_DEV_RING_OFF;
+	for (uint32_t k = 0; k < s->num_xcc; k++) {
+		uint32_t len = d->fl_len[k];
+		d->fl_short[k] = 0;
+		if (!len)
+			continue;
+		const uint8_t *ring = base + (size_t)k * s->ring_bytes;
+		uint64_t off = d->fl_from[k] % s->ring_bytes;
+		size_t first = len < s->ring_bytes - off ? len : (size_t)(s->ring_bytes - off);
+		size_t w = emu_spm_user_write(d->fl_dest[k], ring + off, first);
+		if (w == first && len > first)
+			w += emu_spm_user_write(d->fl_dest[k] + first, ring, len - first);
+		d->fl_short[k] = (uint32_t)(len - w);
+		short_any |= w < len;
+	}
+	if (short_any)
+		emu_dev_call(s, EMU_DEV_SHORT, 0, 0, 0);
 }
 
 /* spmtap-emu-device beside this shim, or $SPMTAP_EMU_DEVICE_EXE. */
@@ -207,7 +268,7 @@ static char **emu_dev_env(const char *shim, char *pre, size_t prelen)
 static void emu_dev_unmap(struct emu_dev *d)
 {
 	if (d->shm)
-		munmap(d->shm, sizeof(*d->shm));
+		munmap(d->shm, d->map_bytes);
 	if (d->fd >= 0)
 		emu_real_close(d->fd);
 	free(d);
@@ -300,10 +361,10 @@ struct emu_spm *emu_dev_spawn(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_i
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	d->map_bytes = emu_dev_map_bytes(num_xcc, ring_bytes);
 	d->fd = memfd_create("spmtap-emu-device", MFD_CLOEXEC);
-	if (d->fd < 0 || ftruncate(d->fd, sizeof(struct emu_dev_shm)) ||
-	    (d->shm = emu_real_mmap(NULL, sizeof(struct emu_dev_shm), PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, 0)) ==
-		    MAP_FAILED) {
+	if (d->fd < 0 || ftruncate(d->fd, (off_t)d->map_bytes) ||
+	    (d->shm = emu_real_mmap(NULL, d->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, d->fd, 0)) == MAP_FAILED) {
 		snprintf(err, errlen, "shared page: %s", strerror(errno));
 		d->shm = NULL;
 		emu_dev_unmap(d);
@@ -342,6 +403,8 @@ struct emu_spm *emu_dev_spawn(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_i
 		emu_gs_unlock(gs);
 	}
 	m->probe_addr = (uint64_t)(uintptr_t)&emu_dev_probe_byte;
+	static uint32_t sessions;
+	m->session = ++sessions;
 	if (emu_dev_start(d, err, errlen)) {
 		emu_dev_unmap(d);
 		free(s);
@@ -398,19 +461,41 @@ static void emu_dev_snapshot(struct emu_dev_shm *m, const struct emu_spm *e)
 	}
 }
 
-static void emu_dev_exec(struct emu_dev_shm *m, struct emu_spm *e)
+/*
+ * The caller's "now" was read before its request reached the device, whose
+ * tick may have advanced past it meanwhile: time never goes back.
+ */
+static uint64_t emu_dev_now(uint64_t *last, uint64_t now)
+{
+	if (now > *last)
+		*last = now;
+	return *last;
+}
+
+static void emu_dev_exec(struct emu_dev_shm *m, struct emu_spm *e, uint64_t *last)
 {
 	uint32_t b = 0, l = 0;
 	m->rc = 0;
 	switch ((enum emu_dev_op)m->op) {
 	case EMU_DEV_ADVANCE:
-		emu_spm_advance(e, m->a[0]);
+		emu_spm_advance(e, emu_dev_now(last, m->a[0]));
 		break;
 	case EMU_DEV_PREDICT:
 		m->val = emu_spm_predict_fill(e, m->a[0]);
 		break;
-	case EMU_DEV_FLUSH:
-		emu_spm_flush(e, m->a[0]);
+	case EMU_DEV_FLUSH: {
+		/* Copies the worker made before are its own to write; this one is the caller's. */
+		emu_spm_commit(e);
+		emu_spm_flush(e, emu_dev_now(last, m->a[0]));
+		uint8_t *base = (uint8_t *)m + EMU_DEV_RING_OFF;
+		for (uint32_t k = 0; k < e->num_xcc; k++)
+			m->fl_len[k] = emu_spm_take_pending(e, k, base + (size_t)k * e->ring_bytes, &m->fl_from[k],
+							    &m->fl_dest[k]);
+		break;
+	}
+	case EMU_DEV_SHORT:
+		for (uint32_t k = 0; k < e->num_xcc; k++)
+			emu_spm_short_copy(e, k, m->fl_short[k]);
 		break;
 	case EMU_DEV_RETIRE:
 		m->rc = emu_spm_retire(e, &b, &l);
@@ -418,7 +503,7 @@ static void emu_dev_exec(struct emu_dev_shm *m, struct emu_spm *e)
 		m->loss = l;
 		break;
 	case EMU_DEV_ARM:
-		emu_spm_arm(e, m->a[0], (uint32_t)m->a[1], m->a[2]);
+		emu_spm_arm(e, m->a[0], (uint32_t)m->a[1], emu_dev_now(last, m->a[2]));
 		break;
 	case EMU_DEV_STOP:
 		emu_spm_stop(e);
@@ -470,6 +555,7 @@ static struct emu_spm *emu_dev_engine(struct emu_dev_shm *m, char *why, size_t w
 	for (uint32_t k = 0; k < m->num_xcc; k++)
 		e->x[k].log_cursor = m->cursor[k];
 	e->user_pid = m->owner_pid;
+	e->layout_id_base = m->session << 20;
 	e->in_device = true;
 	return e;
 }
@@ -483,6 +569,11 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 	int fd = atoi(argv[1]);
 	struct emu_dev_shm *m = emu_real_mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED || m->magic != EMU_DEV_MAGIC || m->version != EMU_DEV_VERSION)
+		return 2;
+	size_t map_bytes = emu_dev_map_bytes(m->num_xcc, m->ring_bytes);
+	munmap(m, sizeof(*m));
+	m = emu_real_mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
 		return 2;
 	emu_real_close(fd);
 	emu_dev_parent = m->owner_pid;
@@ -514,11 +605,11 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 	 * every tick, the caller's requests as they come.  Everything runs under
 	 * the page's lock, so a request sees the engine between two steps.
 	 */
-	uint64_t next_tick = emu_dev_mono_ns();
+	uint64_t next_tick = emu_dev_mono_ns(), last = 0;
 	for (;;) {
 		if (m->req_seq != m->rep_seq) {
 			uint32_t op = m->op;
-			emu_dev_exec(m, e);
+			emu_dev_exec(m, e, &last);
 			m->rep_seq = m->req_seq;
 			pthread_cond_broadcast(&m->rep);
 			if (op == EMU_DEV_QUIT)
@@ -528,13 +619,14 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 		if (getppid() != emu_dev_parent)
 			break;
 		uint64_t mono = emu_dev_mono_ns();
-		if (mono >= next_tick) {
-			emu_spm_advance(e, emu_clock_raw_ns());
+		if (mono >= next_tick && !m->hold) {
+			emu_spm_advance(e, emu_dev_now(&last, emu_clock_raw_ns()));
 			emu_spm_commit(e);
 			emu_dev_snapshot(m, e);
 			next_tick = mono + EMU_DEV_TICK_NS;
 		}
-		emu_dev_timedwait(&m->req, m, next_tick);
+		/* Held: only a request (or the owner's death, looked at now and then) moves the device. */
+		emu_dev_timedwait(&m->req, m, m->hold ? mono + 100000000ull : next_tick);
 	}
 	pthread_mutex_unlock(&m->mu);
 	emu_struth_flush();

@@ -41,6 +41,7 @@ enum emu_dev_op {
 	EMU_DEV_DISCARD,
 	EMU_DEV_COMMIT,
 	EMU_DEV_TRUTH,
+	EMU_DEV_SHORT, /* the caller's flush fell short by fl_short[k] */
 	EMU_DEV_QUIT,
 };
 
@@ -59,6 +60,11 @@ struct emu_spm *emu_dev_spawn(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_i
 
 /* One request; results land in the thin engine.  0, or EIO when the device is gone. */
 int emu_dev_call(struct emu_spm *s, enum emu_dev_op op, uint64_t a0, uint64_t a1, uint64_t a2);
+
+/* The flush of a timeout-0 SET_DEST_BUF: the device runs the worker, this thread copies from the shared ring. */
+void emu_dev_flush(struct emu_spm *s, uint64_t now);
+/* See emu_spm_hold. */
+void emu_dev_hold(struct emu_spm *s, bool on);
 
 /* Ends the device (QUIT), reaps it and unmaps the shared page; s itself is the caller's to free. */
 void emu_dev_close(struct emu_spm *s);

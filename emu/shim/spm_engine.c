@@ -111,6 +111,36 @@ static size_t emu_user_write(int pid, uint64_t dst, const void *src, size_t len)
 
 static uint8_t emu_tmp[65536 + 2 * EMU_SPM_LINE];
 
+/*
+ * Synthesise the ring lines l0 .. l1-1 of XCC k, runs of one period at a
+ * time.  ring: each line goes to its ring slot in a ring of s->ring_lines
+ * lines (the device's shared ring); else line l0 goes to dst[0] on.
+ */
+static void emu_fill_lines(struct emu_spm *s, uint32_t k, uint64_t l0, uint64_t l1, uint8_t *dst, bool ring)
+{
+	struct emu_spm_xcc *x = &s->x[k];
+	for (uint64_t l = l0; l < l1;) {
+		uint64_t seq0 = x->slot_seq[l % s->ring_lines];
+		const struct emu_spm_period *p = emu_period_of(x, seq0);
+		uint64_t pend = p + 1 < x->per + x->nper ? p[1].first_seq : UINT64_MAX;
+		uint32_t n = 1;
+		while (l + n < l1 && x->slot_seq[(l + n) % s->ring_lines] == seq0 + n && seq0 + n < pend &&
+		       !(ring && (l + n) % s->ring_lines == 0))
+			n++;
+		uint8_t *out = ring ? dst + (l % s->ring_lines) * EMU_SPM_LINE : dst + (l - l0) * EMU_SPM_LINE;
+		p->src->fill(&s->src_ctx, p, k, seq0, n, out);
+		l += n;
+	}
+}
+
+/* The worker's copy_to_user swallows an EFAULT and flags loss (SPM.md 4.2). */
+static void emu_short_copy(struct emu_spm_xcc *x, uint32_t short_bytes)
+{
+	x->c.lost_efault += short_bytes;
+	x->copied -= short_bytes;
+	x->loss = true;
+}
+
 static void emu_commit_xcc(struct emu_spm *s, uint32_t k)
 {
 	struct emu_spm_xcc *x = &s->x[k];
@@ -118,27 +148,41 @@ static void emu_commit_xcc(struct emu_spm *s, uint32_t k)
 		uint32_t len = x->pend_len < 65536 ? x->pend_len : 65536;
 		uint64_t b0 = x->pend_from, l0 = b0 / EMU_SPM_LINE;
 		uint64_t l1 = (b0 + len + EMU_SPM_LINE - 1) / EMU_SPM_LINE;
-		for (uint64_t l = l0; l < l1;) {
-			uint64_t seq0 = x->slot_seq[l % s->ring_lines];
-			const struct emu_spm_period *p = emu_period_of(x, seq0);
-			uint64_t pend = p + 1 < x->per + x->nper ? p[1].first_seq : UINT64_MAX;
-			uint32_t n = 1;
-			while (l + n < l1 && x->slot_seq[(l + n) % s->ring_lines] == seq0 + n && seq0 + n < pend)
-				n++;
-			p->src->fill(&s->src_ctx, p, k, seq0, n, emu_tmp + (l - l0) * EMU_SPM_LINE);
-			l += n;
-		}
+		emu_fill_lines(s, k, l0, l1, emu_tmp, false);
 		size_t w = emu_user_write(s->user_pid, x->dest + x->pend_off, emu_tmp + (b0 - l0 * EMU_SPM_LINE), len);
-		if (w < len) {
-			/* The kernel's worker swallows the EFAULT and flags loss. */
-			x->c.lost_efault += len - w;
-			x->copied -= (uint32_t)(len - w);
-			x->loss = true;
-		}
+		if (w < len)
+			emu_short_copy(x, (uint32_t)(len - w));
 		x->pend_from += len;
 		x->pend_off += len;
 		x->pend_len -= len;
 	}
+}
+
+size_t emu_spm_user_write(uint64_t dst, const void *src, size_t len)
+{
+	return emu_user_write(0, dst, src, len);
+}
+
+uint32_t emu_spm_take_pending(struct emu_spm *s, uint32_t k, uint8_t *ring, uint64_t *from, uint64_t *dest)
+{
+	struct emu_spm_xcc *x = &s->x[k];
+	uint32_t len = x->pend_len;
+	if (!len || !x->slot_seq)
+		return 0;
+	uint64_t b0 = x->pend_from;
+	emu_fill_lines(s, k, b0 / EMU_SPM_LINE, (b0 + len + EMU_SPM_LINE - 1) / EMU_SPM_LINE, ring, true);
+	*from = b0;
+	*dest = x->dest + x->pend_off;
+	x->pend_from += len;
+	x->pend_off += len;
+	x->pend_len = 0;
+	return len;
+}
+
+void emu_spm_short_copy(struct emu_spm *s, uint32_t k, uint32_t short_bytes)
+{
+	if (short_bytes)
+		emu_short_copy(&s->x[k], short_bytes);
 }
 
 static void emu_spm_commit_local(struct emu_spm *s)
@@ -393,6 +437,12 @@ static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
 			emu_gs_unlock(s->gs);
 			if (!got)
 				break;
+			/*
+			 * Layout ids count per process; the owner's sample truth outlives one
+			 * device process, so a device numbers its layouts apart from the others.
+			 */
+			if (L && s->layout_id_base)
+				L->id += s->layout_id_base;
 			emu_advance_xcc(s, k, x, e.t_ns, false);
 			EMU_DBG("RLC gpu 0x%x xcc %u: state %u at %llu replayed at %llu (log #%llu)\n", s->gpu_id, k, e.state,
 				(unsigned long long)e.t_ns, (unsigned long long)now, (unsigned long long)e.seq);
@@ -652,10 +702,16 @@ uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
 	return r;
 }
 
+void emu_spm_hold(struct emu_spm *s, bool on)
+{
+	if (s->dev)
+		emu_dev_hold(s, on);
+}
+
 void emu_spm_flush(struct emu_spm *s, uint64_t now)
 {
 	if (s->dev) {
-		emu_dev_call(s, EMU_DEV_FLUSH, now, 0, 0);
+		emu_dev_flush(s, now); /* in this thread, as the kernel's is in the caller's syscall */
 		return;
 	}
 	EMU_INLINE_TIMED(s, emu_spm_flush_local(s, now));

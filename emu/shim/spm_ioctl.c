@@ -174,6 +174,7 @@ static void emu_kfd_rlc(struct emu_gpu *g, bool start)
 /* Release with the ground truth written: RELEASE, the last KFD close, or exit. */
 static void emu_spm_release_locked(struct emu_gpu *g)
 {
+	emu_spm_hold(g->spm, true); /* the device ends with this call */
 	emu_spm_advance(g->spm, emu_clock_raw_ns());
 	emu_spm_discard_all(g->spm);
 	emu_kfd_rlc(g, false);
@@ -209,6 +210,8 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 			return EINVAL;
 	}
 	uint64_t now = emu_clock_raw_ns();
+	/* The kernel's SPM mutex: the device's worker waits until this call is done or sleeps. */
+	emu_spm_hold(s, true);
 	emu_spm_advance(s, now);
 
 	uint32_t timeout = a->timeout;
@@ -223,6 +226,7 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 		 * and the prediction only knows what has happened so far.
 		 */
 		for (;;) {
+			emu_spm_hold(s, false); /* sleeping, the waiter lets the worker run */
 			uint64_t fill = emu_spm_predict_fill(s, deadline);
 			uint64_t wake = fill < deadline ? fill : deadline;
 			if (wake > now + EMU_WAIT_SLICE_NS)
@@ -243,6 +247,7 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 					a->timeout = now < deadline ? (uint32_t)((deadline - now) / 1000000ull) : 0;
 				return EINTR;
 			}
+			emu_spm_hold(s, true);
 			emu_spm_advance(s, now);
 			uint64_t filled = emu_spm_fill_time(s);
 			if (filled != UINT64_MAX || now >= deadline) {
@@ -269,6 +274,7 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 	}
 	if (s->gen == EMU_GEN_A && waited)
 		a->timeout = ms_left;
+	emu_spm_hold(s, false);
 	emu_spm_commit(s);
 	EMU_DBG("SPM set_dest_buf gpu 0x%x dest %#llx size %u timeout %u -> copied %u loss %u rc %d\n",
 		g->gpu_id, (unsigned long long)a->dest_buf, a->buf_size, timeout, bytes, loss, rc);
