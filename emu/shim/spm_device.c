@@ -61,6 +61,7 @@ struct emu_dev_shm {
 	uint32_t bytes, loss;
 	uint64_t val;
 	uint8_t hold;                    /* the caller is inside a SET_DEST_BUF: no worker, no production */
+	uint32_t want;                   /* atomic, no lock: the caller waits for the lock to post a request */
 	/* EMU_DEV_FLUSH: what the caller copies from the shared ring; EMU_DEV_SHORT: what it could not. */
 	uint32_t fl_len[EMU_GS_MAX_XCC], fl_short[EMU_GS_MAX_XCC];
 	uint64_t fl_from[EMU_GS_MAX_XCC], fl_dest[EMU_GS_MAX_XCC];
@@ -156,7 +157,14 @@ int emu_dev_call(struct emu_spm *s, enum emu_dev_op op, uint64_t a0, uint64_t a1
 	if (!d || d->dead)
 		return EIO;
 	struct emu_dev_shm *m = d->shm;
+	/*
+	 * The mutex is not fair: a device that is behind real time would take
+	 * it back from tick to tick and starve the caller (its ring then fills,
+	 * the RLC stalls, the device falls further behind).  It yields to `want`.
+	 */
+	__atomic_add_fetch(&m->want, 1, __ATOMIC_SEQ_CST);
 	emu_dev_lock(m);
+	__atomic_sub_fetch(&m->want, 1, __ATOMIC_SEQ_CST);
 	m->op = op;
 	m->hold = d->hold;
 	if (op == EMU_DEV_SHORT)
@@ -619,11 +627,18 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 		if (getppid() != emu_dev_parent)
 			break;
 		uint64_t mono = emu_dev_mono_ns();
-		if (mono >= next_tick && !m->hold) {
+		if (mono >= next_tick && !m->hold && !__atomic_load_n(&m->want, __ATOMIC_SEQ_CST)) {
 			emu_spm_advance(e, emu_dev_now(&last, emu_clock_raw_ns()));
 			emu_spm_commit(e);
 			emu_dev_snapshot(m, e);
+			/* From the end of the step: a device behind real time still leaves the lock free a while. */
+			mono = emu_dev_mono_ns();
 			next_tick = mono + EMU_DEV_TICK_NS;
+		}
+		if (__atomic_load_n(&m->want, __ATOMIC_SEQ_CST) && m->req_seq == m->rep_seq) {
+			/* The caller is at the lock: let it in and wait for its request. */
+			emu_dev_timedwait(&m->req, m, mono + EMU_DEV_TICK_NS);
+			continue;
 		}
 		/* Held: only a request (or the owner's death, looked at now and then) moves the device. */
 		emu_dev_timedwait(&m->req, m, m->hold ? mono + 100000000ull : next_tick);
