@@ -227,11 +227,64 @@ static void test_kill9_owner(void)
 	CU_ASSERT_EQUAL(of_child, 0);
 }
 
+/*
+ * An exec replaces the owner's image: the kernel ends its KFD process and
+ * SPM with it (the lock file goes with the close-on-exec descriptor), and
+ * the device must end too rather than write into the new image.
+ */
+static void test_owner_exec(void)
+{
+	int ready[2];
+	CU_ASSERT_EQUAL_FATAL(pipe(ready), 0);
+	pid_t child = fork();
+	if (child == 0) {
+		close(ready[0]);
+		static uint8_t b[1 << 20];
+		int k = kfd_open_vm(&GA, &MA, 1);
+		char ok = k >= 0 && spm_op(k, GA, OP_ACQ) == 0 && spm_set(k, GA, b, sizeof(b), 0, NULL, NULL) == 0;
+		if (write(ready[1], &ok, 1) != 1)
+			_exit(1);
+		close(ready[1]);
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	close(ready[1]);
+	char ok = 0;
+	CU_ASSERT_EQUAL(read(ready[0], &ok, 1), 1);
+	close(ready[0]);
+	CU_ASSERT_TRUE(ok);
+	pid_t dev[2];
+	int ndev = device_children(child, dev, 2);
+	CU_ASSERT_EQUAL(ndev, process_mode() ? 1 : 0);
+	/* Until the child has exec'ed. */
+	char comm_path[64], comm[32] = "";
+	snprintf(comm_path, sizeof(comm_path), "/proc/%d/comm", (int)child);
+	for (int i = 0; i < 5000 && strcmp(comm, "sleep\n"); i++) {
+		FILE *f = fopen(comm_path, "r");
+		if (!f || !fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		if (f)
+			fclose(f);
+		if (strcmp(comm, "sleep\n"))
+			ms_sleep(1);
+	}
+	CU_ASSERT_STRING_EQUAL(comm, "sleep\n");
+	int tries = 0;
+	while (ndev && !gone(dev[0]) && tries++ < 5000)
+		ms_sleep(1);
+	CU_ASSERT(ndev == 0 || gone(dev[0]));
+	CU_ASSERT_EQUAL(spm_op(kfd, GA, OP_ACQ), 0); /* the exec freed the lock */
+	CU_ASSERT_EQUAL(spm_op(kfd, GA, OP_REL), 0);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
 static const struct testenv_case cases[] = {
 	{ "truth_names_device", test_truth_names_device, NULL },
 	{ "worker_writes_without_a_call", test_worker_writes_without_a_call, need_process },
 	{ "one_device_per_session", test_one_device_per_session, need_process },
 	{ "kill9_owner", test_kill9_owner, NULL },
+	{ "owner_exec", test_owner_exec, NULL },
 	{ NULL, NULL, NULL },
 };
 

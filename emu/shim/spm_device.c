@@ -34,6 +34,8 @@ extern char **environ;
 #define EMU_DEV_VERSION 1u
 /* Production and the worker's copies run at least this often (gen B's poll, gen A's interrupts). */
 #define EMU_DEV_TICK_NS 1000000ull
+/* How often the device checks that its owner has not exec'ed. */
+#define EMU_DEV_PROBE_NS 100000000ull
 /* How long ACQUIRE waits for a new device before it falls back to the inline engine. */
 #define EMU_DEV_START_NS 10000000000ull
 
@@ -48,7 +50,7 @@ struct emu_dev_shm {
 	int32_t ninj;
 	struct emu_spm_inj inj[EMU_SPM_MAX_INJ];
 	uint64_t cursor[EMU_GS_MAX_XCC]; /* the GPU's transition log heads at ACQUIRE */
-	uint64_t probe_addr;             /* a byte of the caller's the device writes once */
+	uint64_t probe_addr, token;      /* where the owner keeps `token` (its image: an exec replaces it) */
 	uint32_t session;                /* the owner's device sessions so far, from 1 */
 	/* The device's answer to the start: 1 ready, else -errno. */
 	int32_t ready;
@@ -89,7 +91,8 @@ static size_t emu_dev_map_bytes(uint32_t num_xcc, uint64_t ring_bytes)
 	return EMU_DEV_RING_OFF + (size_t)num_xcc * ring_bytes;
 }
 
-static volatile uint8_t emu_dev_probe_byte;
+/* What the device reads back from the owner's memory: gone or different once the owner has exec'ed. */
+static volatile uint64_t emu_dev_token;
 
 bool emu_dev_wanted(void)
 {
@@ -410,7 +413,10 @@ struct emu_spm *emu_dev_spawn(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_i
 			m->cursor[k] = emu_gs_head(gs, k);
 		emu_gs_unlock(gs);
 	}
-	m->probe_addr = (uint64_t)(uintptr_t)&emu_dev_probe_byte;
+	if (!emu_dev_token)
+		emu_dev_token = emu_dev_mono_ns() ^ (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)m;
+	m->probe_addr = (uint64_t)(uintptr_t)&emu_dev_token;
+	m->token = emu_dev_token;
 	static uint32_t sessions;
 	m->session = ++sessions;
 	if (emu_dev_start(d, err, errlen)) {
@@ -534,12 +540,19 @@ static void emu_dev_exec(struct emu_dev_shm *m, struct emu_spm *e, uint64_t *las
 	emu_dev_snapshot(m, e);
 }
 
-/* Can this process write its parent's memory?  Not where ptrace is restricted (Yama, seccomp). */
+/*
+ * Can this process reach its owner's memory (not where ptrace is
+ * restricted: Yama, seccomp), and is the owner still the image that
+ * started it?  An exec replaces the image: the kernel then ends the KFD
+ * process and SPM with it, and this device must not write into the new one.
+ */
 static int emu_dev_probe(const struct emu_dev_shm *m)
 {
-	uint8_t one = 1;
-	struct iovec l = { &one, 1 }, r = { (void *)(uintptr_t)m->probe_addr, 1 };
-	return process_vm_writev(m->owner_pid, &l, 1, &r, 1, 0) == 1 ? 0 : errno;
+	uint64_t v = 0;
+	struct iovec l = { &v, sizeof(v) }, r = { (void *)(uintptr_t)m->probe_addr, sizeof(v) };
+	if (process_vm_readv(m->owner_pid, &l, 1, &r, 1, 0) != sizeof(v))
+		return errno ? errno : EIO;
+	return v == m->token ? 0 : ESRCH;
 }
 
 static struct emu_spm *emu_dev_engine(struct emu_dev_shm *m, char *why, size_t whylen)
@@ -584,6 +597,8 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 	if (m == MAP_FAILED)
 		return 2;
 	emu_real_close(fd);
+	/* Nothing else of the owner's: a pipe it inherited must not stay open here after the owner's end. */
+	close_range(3, ~0u, 0);
 	emu_dev_parent = m->owner_pid;
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -595,7 +610,7 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 	char why[128] = "";
 	int perr = emu_dev_probe(m);
 	if (perr)
-		snprintf(why, sizeof(why), "process_vm_writev into the owner: %s", strerror(perr));
+		snprintf(why, sizeof(why), "process_vm_readv of the owner: %s", strerror(perr));
 	struct emu_spm *e = perr ? NULL : emu_dev_engine(m, why, sizeof(why));
 	emu_struth_set_pid(m->owner_pid);
 	emu_dev_lock(m);
@@ -613,7 +628,7 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 	 * every tick, the caller's requests as they come.  Everything runs under
 	 * the page's lock, so a request sees the engine between two steps.
 	 */
-	uint64_t next_tick = emu_dev_mono_ns(), last = 0;
+	uint64_t next_tick = emu_dev_mono_ns(), next_probe = next_tick + EMU_DEV_PROBE_NS, last = 0;
 	for (;;) {
 		if (m->req_seq != m->rep_seq) {
 			uint32_t op = m->op;
@@ -627,6 +642,11 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 		if (getppid() != emu_dev_parent)
 			break;
 		uint64_t mono = emu_dev_mono_ns();
+		if (mono >= next_probe) {
+			if (emu_dev_probe(m))
+				break; /* the owner exec'ed */
+			next_probe = mono + EMU_DEV_PROBE_NS;
+		}
 		if (mono >= next_tick && !m->hold && !__atomic_load_n(&m->want, __ATOMIC_SEQ_CST)) {
 			emu_spm_advance(e, emu_dev_now(&last, emu_clock_raw_ns()));
 			emu_spm_commit(e);
