@@ -64,7 +64,7 @@ struct emu_dev_shm {
 	uint64_t val;
 	uint8_t hold;                    /* the caller is inside a SET_DEST_BUF: no worker, no production */
 	uint32_t want;                   /* atomic, no lock: the caller waits for the lock to post a request */
-	/* EMU_DEV_FLUSH: what the caller copies from the shared ring; EMU_DEV_SHORT: what it could not. */
+	/* EMU_DEV_FLUSH: what the caller copies from the shared ring; EMU_DEV_ROTATE: what it could not. */
 	uint32_t fl_len[EMU_GS_MAX_XCC], fl_short[EMU_GS_MAX_XCC];
 	uint64_t fl_from[EMU_GS_MAX_XCC], fl_dest[EMU_GS_MAX_XCC];
 	/* The engine's state the caller reads, as of the last request or tick. */
@@ -170,8 +170,11 @@ int emu_dev_call(struct emu_spm *s, enum emu_dev_op op, uint64_t a0, uint64_t a1
 	__atomic_sub_fetch(&m->want, 1, __ATOMIC_SEQ_CST);
 	m->op = op;
 	m->hold = d->hold;
-	if (op == EMU_DEV_SHORT)
+	if (op == EMU_DEV_ROTATE) {
+		/* What the caller's flush could not write: accounted before the retire reports the buffer. */
 		memcpy(m->fl_short, d->fl_short, sizeof(m->fl_short));
+		memset(d->fl_short, 0, sizeof(d->fl_short));
+	}
 	m->a[0] = a0;
 	m->a[1] = a1;
 	m->a[2] = a2;
@@ -215,7 +218,6 @@ void emu_dev_flush(struct emu_spm *s, uint64_t now)
 	struct emu_dev *d = s->dev;
 	if (emu_dev_call(s, EMU_DEV_FLUSH, now, 0, 0))
 		return;
-	bool short_any = false;
 	const uint8_t *base = (const uint8_t *)d->shm + EMU_DEV_RING_OFF;
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		uint32_t len = d->fl_len[k];
@@ -229,10 +231,8 @@ void emu_dev_flush(struct emu_spm *s, uint64_t now)
 		if (w == first && len > first)
 			w += emu_spm_user_write(d->fl_dest[k] + first, ring, len - first);
 		d->fl_short[k] = (uint32_t)(len - w);
-		short_any |= w < len;
 	}
-	if (short_any)
-		emu_dev_call(s, EMU_DEV_SHORT, 0, 0, 0);
+	/* The rotation that follows carries the shorts to the device's accounting. */
 }
 
 /* spmtap-emu-device beside this shim, or $SPMTAP_EMU_DEVICE_EXE. */
@@ -507,9 +507,14 @@ static void emu_dev_exec(struct emu_dev_shm *m, struct emu_spm *e, uint64_t *las
 							    &m->fl_dest[k]);
 		break;
 	}
-	case EMU_DEV_SHORT:
+	case EMU_DEV_ROTATE:
 		for (uint32_t k = 0; k < e->num_xcc; k++)
 			emu_spm_short_copy(e, k, m->fl_short[k]);
+		m->rc = emu_spm_rotate(e, m->a[0], (uint32_t)m->a[1], emu_dev_now(last, m->a[2]), &b, &l);
+		m->bytes = b;
+		m->loss = l;
+		if (!m->a[0])
+			emu_struth_flush();
 		break;
 	case EMU_DEV_RETIRE:
 		m->rc = emu_spm_retire(e, &b, &l);

@@ -41,7 +41,7 @@ enum emu_dev_op {
 	EMU_DEV_DISCARD,
 	EMU_DEV_COMMIT,
 	EMU_DEV_TRUTH,
-	EMU_DEV_SHORT, /* the caller's flush fell short by fl_short[k] */
+	EMU_DEV_ROTATE, /* fl_short, then retire, arm a0/a1 at a2 (stop if a0 is 0), commit -> rc, bytes, loss */
 	EMU_DEV_QUIT,
 };
 

@@ -742,6 +742,27 @@ void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 	EMU_INLINE_TIMED(s, emu_spm_arm_local(s, dest, size, now));
 }
 
+int emu_spm_rotate(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now, uint32_t *bytes, uint32_t *loss)
+{
+	if (s->dev) {
+		/* One request, not three: each is a round trip the collector pays for. */
+		if (emu_dev_call(s, EMU_DEV_ROTATE, dest, size, now)) {
+			*bytes = *loss = 0;
+			return 0;
+		}
+		*bytes = s->dev_bytes;
+		*loss = s->dev_loss;
+		return s->dev_rc;
+	}
+	int rc = emu_spm_retire(s, bytes, loss);
+	if (dest)
+		emu_spm_arm(s, dest, size, now);
+	else
+		emu_spm_stop(s);
+	emu_spm_commit(s);
+	return rc;
+}
+
 void emu_spm_stop(struct emu_spm *s)
 {
 	if (s->dev) {

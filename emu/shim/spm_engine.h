@@ -124,6 +124,11 @@ void emu_spm_flush(struct emu_spm *s, uint64_t now);
 /* Report and forget the armed buffer; gen B writes headers.  0 or EFAULT. */
 int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss);
 void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now);
+/*
+ * The end of a SET_DEST_BUF in one step: retire, then arm dest (or stop
+ * when dest is 0), then write what the worker copied.  Returns retire's.
+ */
+int emu_spm_rotate(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now, uint32_t *bytes, uint32_t *loss);
 void emu_spm_stop(struct emu_spm *s);
 /* RELEASE: ring and unreported buffer bytes are gone. */
 void emu_spm_discard_all(struct emu_spm *s);

@@ -259,23 +259,23 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 	}
 	if (timeout == 0 && emu_spm_armed(s))
 		emu_spm_flush(s, now);
+	/*
+	 * KFD's start writes the RLC before the arm; no step of the rotation
+	 * replays the GPU's transitions, so before the retire is the same.
+	 */
+	if (a->dest_buf && !s->streaming)
+		emu_kfd_rlc(g, true);
 	uint32_t bytes, loss;
-	int rc = emu_spm_retire(s, &bytes, &loss);
+	emu_spm_hold(s, false); /* with the rotation's end */
+	int rc = emu_spm_rotate(s, a->dest_buf, size, now, &bytes, &loss);
 	a->bytes_copied = bytes;
 	a->has_data_loss = loss;
-	if (a->dest_buf) {
-		if (!s->streaming)
-			emu_kfd_rlc(g, true);
-		emu_spm_arm(s, a->dest_buf, size, now);
-	} else {
-		emu_spm_stop(s);
+	if (!a->dest_buf) {
 		emu_kfd_rlc(g, false);
 		emu_struth_flush();
 	}
 	if (s->gen == EMU_GEN_A && waited)
 		a->timeout = ms_left;
-	emu_spm_hold(s, false);
-	emu_spm_commit(s);
 	EMU_DBG("SPM set_dest_buf gpu 0x%x dest %#llx size %u timeout %u -> copied %u loss %u rc %d\n",
 		g->gpu_id, (unsigned long long)a->dest_buf, a->buf_size, timeout, bytes, loss, rc);
 	return rc;
