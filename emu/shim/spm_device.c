@@ -34,6 +34,8 @@ extern char **environ;
 #define EMU_DEV_VERSION 1u
 /* Production and the worker's copies run at least this often (gen B's poll, gen A's interrupts). */
 #define EMU_DEV_TICK_NS 1000000ull
+/* Between two SPM streams (after ACQUIRE, after a stop) the tick only replays the GPU's log. */
+#define EMU_DEV_IDLE_TICK_NS 20000000ull
 /* How often the device checks that its owner has not exec'ed. */
 #define EMU_DEV_PROBE_NS 100000000ull
 /* How long ACQUIRE waits for a new device before it falls back to the inline engine. */
@@ -658,7 +660,8 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 			emu_dev_snapshot(m, e);
 			/* From the end of the step: a device behind real time still leaves the lock free a while. */
 			mono = emu_dev_mono_ns();
-			next_tick = mono + EMU_DEV_TICK_NS;
+			/* Stopped, nothing is produced: the GPU's log is replayed, but a request starts the stream. */
+			next_tick = mono + (e->streaming ? EMU_DEV_TICK_NS : EMU_DEV_IDLE_TICK_NS);
 		}
 		if (__atomic_load_n(&m->want, __ATOMIC_SEQ_CST) && m->req_seq == m->rep_seq) {
 			/* The caller is at the lock: let it in and wait for its request. */
