@@ -7,7 +7,7 @@
  * child of the owner that dies with it, and a kill -9 of the owner frees
  * the SPM lock with no truth written, as before.
  * Runs under the emulator with mi210 (gen A) and mi300a (gen B, 6 XCCs),
- * in whichever mode SPMTAP_EMU_DEVICE selects (process unless "inline").
+ * with the device process unless SPMTAP_EMU_DEVICE says "inline".
  */
 #include <dirent.h>
 #include <signal.h>
@@ -27,12 +27,12 @@ static unsigned MA, MB;
 static bool process_mode(void)
 {
 	const char *e = getenv("SPMTAP_EMU_DEVICE");
-	return !(e && !strcmp(e, "inline"));
+	return e && !strcmp(e, "process");
 }
 
 static const char *need_process(void)
 {
-	return process_mode() ? NULL : "the device runs inline (SPMTAP_EMU_DEVICE=inline)";
+	return process_mode() ? NULL : "the device runs inline (SPMTAP_EMU_DEVICE is not process)";
 }
 
 /* Children of `parent` whose command is spmtap-emu-device, from /proc; up to n pids. */
@@ -294,6 +294,9 @@ int main(int argc, char **argv)
 	char err[256];
 	if (argc > 1 && !strcmp(argv[1], "--list"))
 		return testenv_run_suite("emu_device", cases, argc, argv);
+	/* The device process unless the run asks for the inline engine (the emulator's default). */
+	if (!getenv("SPMTAP_EMU_DEVICE"))
+		setenv("SPMTAP_EMU_DEVICE", "process", 1);
 	testenv_under_emu(argc, argv, SPEC, NULL);
 	if (emu_spec_parse(SPEC, g, 2, err, sizeof(err)) != 2)
 		return 2;
