@@ -66,13 +66,14 @@ LIB_SO   := $(B)/libspmtap.so.$(VERSION_MAJOR)
 EMU_A    := $(B)/libspmtap-emucommon.a
 SHIM_SO  := $(B)/libspmtap-emu.so
 LAUNCHER := $(B)/spmtap-emu
+DEVICE   := $(B)/spmtap-emu-device
 CLI      := $(B)/spmtap
 
 # Keep intermediate objects (test helpers share tests/lib objects).
 .SECONDARY:
 
 .PHONY: all test check-asan check-tsan bench fuzz soak install clean
-all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(ANA_A) $(CLI)
+all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -146,6 +147,13 @@ $(SHIM_SO): $(SHIM_OBJ) $(EMU_A)
 $(LAUNCHER): $(LAUNCH_OBJ) $(EMU_A)
 	$(CC) $(LDFLAGS) -o $@ $(LAUNCH_OBJ) $(EMU_A) -lm
 
+# The emulated SPM device process (emu/shim/spm_device.h): the shim starts it beside itself at
+# ACQUIRE, preloaded; the program only enters the shim.
+# Uninstrumented like the programs the shim is preloaded into: the sanitizer, if any, comes with the shim.
+$(DEVICE) $(B)/obj/emu/device/main.o: override SAN :=
+$(DEVICE): $(B)/obj/emu/device/main.o
+	$(CC) $(LDFLAGS) -o $@ $< -ldl
+
 # No emulator code: --emulate and `spmtap emulate` exec $(LAUNCHER) (test_emu_launch checks with nm).
 $(CLI): $(CLI_OBJ) $(ANA_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(ANA_A) $(LIB_A) $(LIBS) $(CAIRO_LIBS)
@@ -197,7 +205,7 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so
-	install -m 755 $(SHIM_SO) $(LAUNCHER) $(DESTDIR)$(LIBDIR)/spmtap/
+	install -m 755 $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(DESTDIR)$(LIBDIR)/spmtap/
 	install -m 644 include/spmtap.h include/spmtap_markers.f90 $(DESTDIR)$(PREFIX)/include/
 	# Generated here, not copied from $(B): $(B)/spmtap.pc keeps the PREFIX of
 	# the build, and `make install PREFIX=...` must point pkg-config at this one.

@@ -8,6 +8,7 @@
  */
 #include "emu/shim/rlc.h"
 #include "emu/shim/shim.h"
+#include "emu/shim/spm_device.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -26,6 +27,12 @@ static uint32_t emu_st_getpid(void)
 	if (!emu_st_pid)
 		emu_st_pid = getpid();
 	return (uint32_t)emu_st_pid;
+}
+
+/* The device process (spm_device.c) writes its parent's records: they name the SPM owner. */
+void emu_struth_set_pid(pid_t pid)
+{
+	emu_st_pid = pid;
 }
 
 void emu_struth_after_fork(void)

@@ -4,6 +4,7 @@
  * See spm_engine.h for the lazy, time-ordered simulation this implements.
  */
 #include "emu/shim/spm_engine.h"
+#include "emu/shim/spm_device.h"
 #include "emu/shim/gpu_state.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/shim.h"
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EMU_NS_PER_MS 1000000ull
@@ -89,14 +91,14 @@ static void emu_period_begin(struct emu_spm_xcc *x, uint64_t now, uint64_t t_num
 /* ---- user memory ------------------------------------------------------------ */
 
 /* copy_to_user: bytes actually written; a fault stops the copy as in the kernel. */
-static size_t emu_user_write(uint64_t dst, const void *src, size_t len)
+static size_t emu_user_write(int pid, uint64_t dst, const void *src, size_t len)
 {
 	size_t done = 0;
 	while (done < len) {
 		struct iovec l = { (void *)((const char *)src + done), len - done };
 		struct iovec r = { (void *)(uintptr_t)(dst + done), len - done };
-		ssize_t w = process_vm_writev(getpid(), &l, 1, &r, 1, 0);
-		if (w < 0 && (errno == ENOSYS || errno == EPERM)) {
+		ssize_t w = process_vm_writev(pid ? pid : getpid(), &l, 1, &r, 1, 0);
+		if (w < 0 && !pid && (errno == ENOSYS || errno == EPERM)) {
 			memcpy(r.iov_base, l.iov_base, len - done); /* no way to probe: trust the caller */
 			return len;
 		}
@@ -109,6 +111,36 @@ static size_t emu_user_write(uint64_t dst, const void *src, size_t len)
 
 static uint8_t emu_tmp[65536 + 2 * EMU_SPM_LINE];
 
+/*
+ * Synthesise the ring lines l0 .. l1-1 of XCC k, runs of one period at a
+ * time.  ring: each line goes to its ring slot in a ring of s->ring_lines
+ * lines (the device's shared ring); else line l0 goes to dst[0] on.
+ */
+static void emu_fill_lines(struct emu_spm *s, uint32_t k, uint64_t l0, uint64_t l1, uint8_t *dst, bool ring)
+{
+	struct emu_spm_xcc *x = &s->x[k];
+	for (uint64_t l = l0; l < l1;) {
+		uint64_t seq0 = x->slot_seq[l % s->ring_lines];
+		const struct emu_spm_period *p = emu_period_of(x, seq0);
+		uint64_t pend = p + 1 < x->per + x->nper ? p[1].first_seq : UINT64_MAX;
+		uint32_t n = 1;
+		while (l + n < l1 && x->slot_seq[(l + n) % s->ring_lines] == seq0 + n && seq0 + n < pend &&
+		       !(ring && (l + n) % s->ring_lines == 0))
+			n++;
+		uint8_t *out = ring ? dst + (l % s->ring_lines) * EMU_SPM_LINE : dst + (l - l0) * EMU_SPM_LINE;
+		p->src->fill(&s->src_ctx, p, k, seq0, n, out);
+		l += n;
+	}
+}
+
+/* The worker's copy_to_user swallows an EFAULT and flags loss (SPM.md 4.2). */
+static void emu_short_copy(struct emu_spm_xcc *x, uint32_t short_bytes)
+{
+	x->c.lost_efault += short_bytes;
+	x->copied -= short_bytes;
+	x->loss = true;
+}
+
 static void emu_commit_xcc(struct emu_spm *s, uint32_t k)
 {
 	struct emu_spm_xcc *x = &s->x[k];
@@ -116,30 +148,44 @@ static void emu_commit_xcc(struct emu_spm *s, uint32_t k)
 		uint32_t len = x->pend_len < 65536 ? x->pend_len : 65536;
 		uint64_t b0 = x->pend_from, l0 = b0 / EMU_SPM_LINE;
 		uint64_t l1 = (b0 + len + EMU_SPM_LINE - 1) / EMU_SPM_LINE;
-		for (uint64_t l = l0; l < l1;) {
-			uint64_t seq0 = x->slot_seq[l % s->ring_lines];
-			const struct emu_spm_period *p = emu_period_of(x, seq0);
-			uint64_t pend = p + 1 < x->per + x->nper ? p[1].first_seq : UINT64_MAX;
-			uint32_t n = 1;
-			while (l + n < l1 && x->slot_seq[(l + n) % s->ring_lines] == seq0 + n && seq0 + n < pend)
-				n++;
-			p->src->fill(&s->src_ctx, p, k, seq0, n, emu_tmp + (l - l0) * EMU_SPM_LINE);
-			l += n;
-		}
-		size_t w = emu_user_write(x->dest + x->pend_off, emu_tmp + (b0 - l0 * EMU_SPM_LINE), len);
-		if (w < len) {
-			/* The kernel's worker swallows the EFAULT and flags loss. */
-			x->c.lost_efault += len - w;
-			x->copied -= (uint32_t)(len - w);
-			x->loss = true;
-		}
+		emu_fill_lines(s, k, l0, l1, emu_tmp, false);
+		size_t w = emu_user_write(s->user_pid, x->dest + x->pend_off, emu_tmp + (b0 - l0 * EMU_SPM_LINE), len);
+		if (w < len)
+			emu_short_copy(x, (uint32_t)(len - w));
 		x->pend_from += len;
 		x->pend_off += len;
 		x->pend_len -= len;
 	}
 }
 
-void emu_spm_commit(struct emu_spm *s)
+size_t emu_spm_user_write(uint64_t dst, const void *src, size_t len)
+{
+	return emu_user_write(0, dst, src, len);
+}
+
+uint32_t emu_spm_take_pending(struct emu_spm *s, uint32_t k, uint8_t *ring, uint64_t *from, uint64_t *dest)
+{
+	struct emu_spm_xcc *x = &s->x[k];
+	uint32_t len = x->pend_len;
+	if (!len || !x->slot_seq)
+		return 0;
+	uint64_t b0 = x->pend_from;
+	emu_fill_lines(s, k, b0 / EMU_SPM_LINE, (b0 + len + EMU_SPM_LINE - 1) / EMU_SPM_LINE, ring, true);
+	*from = b0;
+	*dest = x->dest + x->pend_off;
+	x->pend_from += len;
+	x->pend_off += len;
+	x->pend_len = 0;
+	return len;
+}
+
+void emu_spm_short_copy(struct emu_spm *s, uint32_t k, uint32_t short_bytes)
+{
+	if (short_bytes)
+		emu_short_copy(&s->x[k], short_bytes);
+}
+
+static void emu_spm_commit_local(struct emu_spm *s)
 {
 	for (uint32_t k = 0; k < s->num_xcc; k++)
 		emu_commit_xcc(s, k);
@@ -376,7 +422,7 @@ void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs)
 	emu_gs_unlock(gs);
 }
 
-void emu_spm_advance(struct emu_spm *s, uint64_t now)
+static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
 {
 	bool halted = false;
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
@@ -391,6 +437,12 @@ void emu_spm_advance(struct emu_spm *s, uint64_t now)
 			emu_gs_unlock(s->gs);
 			if (!got)
 				break;
+			/*
+			 * Layout ids count per process; the owner's sample truth outlives one
+			 * device process, so a device numbers its layouts apart from the others.
+			 */
+			if (L && s->layout_id_base)
+				L->id += s->layout_id_base;
 			emu_advance_xcc(s, k, x, e.t_ns, false);
 			EMU_DBG("RLC gpu 0x%x xcc %u: state %u at %llu replayed at %llu (log #%llu)\n", s->gpu_id, k, e.state,
 				(unsigned long long)e.t_ns, (unsigned long long)now, (unsigned long long)e.seq);
@@ -426,7 +478,7 @@ uint64_t emu_spm_fill_time(const struct emu_spm *s)
 	return best;
 }
 
-uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
+static uint64_t emu_spm_predict_fill_local(const struct emu_spm *s, uint64_t deadline)
 {
 	uint64_t best = UINT64_MAX;
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
@@ -441,19 +493,19 @@ uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
 	return best;
 }
 
-void emu_spm_flush(struct emu_spm *s, uint64_t now)
+static void emu_spm_flush_local(struct emu_spm *s, uint64_t now)
 {
 	for (uint32_t k = 0; k < s->num_xcc; k++)
 		emu_worker(s, k, &s->x[k], now, true);
 }
 
-static int emu_write_header(uint64_t addr, uint32_t bytes, uint32_t loss)
+static int emu_write_header(int pid, uint64_t addr, uint32_t bytes, uint32_t loss)
 {
 	uint32_t h[8] = { 0x00000004u, bytes, loss, 0, 0, 0, 0, 0 };
-	return emu_user_write(addr, h, sizeof(h)) == sizeof(h) ? 0 : EFAULT;
+	return emu_user_write(pid, addr, h, sizeof(h)) == sizeof(h) ? 0 : EFAULT;
 }
 
-int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
+static int emu_spm_retire_local(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
 {
 	int rc = 0;
 	*bytes = 0;
@@ -463,7 +515,7 @@ int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
 		if (!x->armed)
 			continue;
 		emu_commit_xcc(s, k);
-		if (s->gen == EMU_GEN_B && emu_write_header(x->hdr, x->copied, x->loss)) {
+		if (s->gen == EMU_GEN_B && emu_write_header(s->user_pid, x->hdr, x->copied, x->loss)) {
 			/* The caller gets EFAULT instead of a count: those bytes are not delivered. */
 			x->c.lost_efault += x->copied;
 			rc = EFAULT;
@@ -482,7 +534,7 @@ int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
 	return rc;
 }
 
-void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
+static void emu_spm_arm_local(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 {
 	bool start = !s->streaming;
 	if (start) {
@@ -528,7 +580,7 @@ void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
 	}
 }
 
-void emu_spm_stop(struct emu_spm *s)
+static void emu_spm_stop_local(struct emu_spm *s)
 {
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		struct emu_spm_xcc *x = &s->x[k];
@@ -539,9 +591,9 @@ void emu_spm_stop(struct emu_spm *s)
 	s->streaming = false;
 }
 
-void emu_spm_discard_all(struct emu_spm *s)
+static void emu_spm_discard_all_local(struct emu_spm *s)
 {
-	emu_spm_commit(s);
+	emu_spm_commit_local(s);
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		struct emu_spm_xcc *x = &s->x[k];
 		x->c.discarded_release += (x->wptr - x->rptr) + (x->armed ? x->copied : 0);
@@ -596,6 +648,8 @@ void emu_spm_free(struct emu_spm *s)
 {
 	if (!s)
 		return;
+	if (s->dev)
+		emu_dev_close(s);
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
 		for (uint32_t i = 0; i < s->x[k].nper; i++)
 			emu_rlc_put(s->x[k].per[i].layout);
@@ -603,4 +657,135 @@ void emu_spm_free(struct emu_spm *s)
 		free(s->x[k].slot_seq);
 	}
 	free(s);
+}
+
+/* ---- the public calls: the device process's, or this process's (timed) ----- */
+
+static uint64_t emu_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Inline, the device's work runs on the caller's threads: its CPU is
+ * measured around each call so the truth can report it ("device_cpu_s").
+ * In the device process the whole process's CPU is the device's.
+ */
+#define EMU_INLINE_TIMED(s, call)                                        \
+	do {                                                             \
+		bool timed_ = !(s)->in_device;                           \
+		uint64_t t0_ = timed_ ? emu_thread_cpu_ns() : 0;         \
+		call;                                                    \
+		if (timed_)                                              \
+			((struct emu_spm *)(s))->cpu_ns += emu_thread_cpu_ns() - t0_; \
+	} while (0)
+
+void emu_spm_advance(struct emu_spm *s, uint64_t now)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_ADVANCE, now, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now));
+}
+
+uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
+{
+	uint64_t r;
+	if (s->dev) {
+		struct emu_spm *m = (struct emu_spm *)s; /* the mirror, not the engine, changes */
+		return emu_dev_call(m, EMU_DEV_PREDICT, deadline, 0, 0) ? UINT64_MAX : m->dev_val;
+	}
+	EMU_INLINE_TIMED(s, r = emu_spm_predict_fill_local(s, deadline));
+	return r;
+}
+
+void emu_spm_hold(struct emu_spm *s, bool on)
+{
+	if (s->dev)
+		emu_dev_hold(s, on);
+}
+
+void emu_spm_flush(struct emu_spm *s, uint64_t now)
+{
+	if (s->dev) {
+		emu_dev_flush(s, now); /* in this thread, as the kernel's is in the caller's syscall */
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_flush_local(s, now));
+}
+
+int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss)
+{
+	int rc;
+	if (s->dev) {
+		if (emu_dev_call(s, EMU_DEV_RETIRE, 0, 0, 0)) {
+			*bytes = *loss = 0;
+			return 0;
+		}
+		*bytes = s->dev_bytes;
+		*loss = s->dev_loss;
+		return s->dev_rc;
+	}
+	EMU_INLINE_TIMED(s, rc = emu_spm_retire_local(s, bytes, loss));
+	return rc;
+}
+
+void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_ARM, dest, size, now);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_arm_local(s, dest, size, now));
+}
+
+int emu_spm_rotate(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now, uint32_t *bytes, uint32_t *loss)
+{
+	if (s->dev) {
+		/* One request, not three: each is a round trip the collector pays for. */
+		if (emu_dev_call(s, EMU_DEV_ROTATE, dest, size, now)) {
+			*bytes = *loss = 0;
+			return 0;
+		}
+		*bytes = s->dev_bytes;
+		*loss = s->dev_loss;
+		return s->dev_rc;
+	}
+	int rc = emu_spm_retire(s, bytes, loss);
+	if (dest)
+		emu_spm_arm(s, dest, size, now);
+	else
+		emu_spm_stop(s);
+	emu_spm_commit(s);
+	return rc;
+}
+
+void emu_spm_stop(struct emu_spm *s)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_STOP, 0, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_stop_local(s));
+}
+
+void emu_spm_discard_all(struct emu_spm *s)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_DISCARD, 0, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_discard_all_local(s));
+}
+
+void emu_spm_commit(struct emu_spm *s)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_COMMIT, 0, 0, 0);
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_commit_local(s));
 }

@@ -77,6 +77,20 @@ struct emu_spm {
 	struct emu_spm_inj inj[EMU_SPM_MAX_INJ];
 	int ninj;
 	struct emu_spm_source_ctx src_ctx;
+	/*
+	 * Process mode (spm_device.h).  Caller side: dev is set, every public
+	 * call below is a request to the device, and x[k].armed/full/fill_ns and
+	 * streaming mirror the device's after each one.  Device side: user_pid is
+	 * the process whose buffers the worker writes (0: this one).
+	 */
+	struct emu_dev *dev;
+	int user_pid;
+	bool in_device;
+	uint64_t cpu_ns;           /* inline: CPU the caller's threads spent in this engine */
+	uint32_t layout_id_base;   /* device: added to its layout ids, unique per owner (sample truth) */
+	int dev_rc;                /* the last request's results */
+	uint32_t dev_bytes, dev_loss;
+	uint64_t dev_val;
 	struct emu_spm_xcc x[];
 };
 
@@ -99,16 +113,39 @@ bool emu_spm_prev_full(const struct emu_spm *s);
 uint64_t emu_spm_fill_time(const struct emu_spm *s);
 /* When the armed buffer would fill if nothing intervenes, or UINT64_MAX if not by deadline. */
 uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline);
+/*
+ * The kernel's SPM mutex, held for one SET_DEST_BUF except while it waits:
+ * the device process's worker does not run meanwhile (no effect inline).
+ * Takes effect with the next call.
+ */
+void emu_spm_hold(struct emu_spm *s, bool on);
 /* A synchronous run of the copy worker on every XCC (timeout 0). */
 void emu_spm_flush(struct emu_spm *s, uint64_t now);
 /* Report and forget the armed buffer; gen B writes headers.  0 or EFAULT. */
 int emu_spm_retire(struct emu_spm *s, uint32_t *bytes, uint32_t *loss);
 void emu_spm_arm(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now);
+/*
+ * The end of a SET_DEST_BUF in one step: retire, then arm dest (or stop
+ * when dest is 0), then write what the worker copied.  Returns retire's.
+ */
+int emu_spm_rotate(struct emu_spm *s, uint64_t dest, uint32_t size, uint64_t now, uint32_t *bytes, uint32_t *loss);
 void emu_spm_stop(struct emu_spm *s);
 /* RELEASE: ring and unreported buffer bytes are gone. */
 void emu_spm_discard_all(struct emu_spm *s);
 /* Write what the simulation copied into user memory. */
 void emu_spm_commit(struct emu_spm *s);
+
+/*
+ * The device process's side of a flush the caller performs (spm_device.h):
+ * the bytes the worker's last copy of XCC k moved, synthesised into their
+ * slots of `ring` (ring_bytes per XCC), handed over instead of written.
+ * Returns their count; *from is their ring stream offset, *dest where they
+ * go.  What the caller could not write comes back through short_copy.
+ */
+uint32_t emu_spm_take_pending(struct emu_spm *s, uint32_t k, uint8_t *ring, uint64_t *from, uint64_t *dest);
+void emu_spm_short_copy(struct emu_spm *s, uint32_t k, uint32_t short_bytes);
+/* copy_to_user into this process: bytes written before a fault. */
+size_t emu_spm_user_write(uint64_t dst, const void *src, size_t len);
 
 /* The layout of XCC k's last RLC period, or NULL. */
 const struct emu_rlc_layout *emu_spm_last_layout(const struct emu_spm *s, uint32_t k);

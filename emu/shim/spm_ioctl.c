@@ -13,6 +13,7 @@
 #include "emu/shim/regs.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/spm_engine.h"
+#include "emu/shim/spm_device.h"
 #include "uapi/kfd_spm.h"
 
 #include <errno.h>
@@ -132,9 +133,19 @@ static int emu_spm_acquire(struct emu_gpu *g)
 	int fd = -1, err = emu_spm_lock(g->gpu_id, &fd);
 	if (err)
 		return err;
-	g->spm = emu_gpu_regs(g) ? emu_spm_new(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj) : NULL;
-	if (g->spm)
-		emu_spm_attach(g->spm, g->gs);
+	g->spm = NULL;
+	if (emu_gpu_regs(g) && emu_dev_wanted()) {
+		/* The device's own process (spm_device.h); the inline engine when it cannot start. */
+		char why[256];
+		g->spm = emu_dev_spawn(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj, g->gs, why, sizeof(why));
+		if (!g->spm)
+			emu_log("SPM on gpu 0x%x: no device process (%s); the engine runs inline\n", g->gpu_id, why);
+	}
+	if (!g->spm && emu_gpu_regs(g)) {
+		g->spm = emu_spm_new(gen, g->num_xcc, g->gpu_id, rate, ring, inj, ninj);
+		if (g->spm)
+			emu_spm_attach(g->spm, g->gs);
+	}
 	if (!g->spm) {
 		flock(fd, LOCK_UN);
 		emu_real_close(fd);
@@ -163,6 +174,7 @@ static void emu_kfd_rlc(struct emu_gpu *g, bool start)
 /* Release with the ground truth written: RELEASE, the last KFD close, or exit. */
 static void emu_spm_release_locked(struct emu_gpu *g)
 {
+	emu_spm_hold(g->spm, true); /* the device ends with this call */
 	emu_spm_advance(g->spm, emu_clock_raw_ns());
 	emu_spm_discard_all(g->spm);
 	emu_kfd_rlc(g, false);
@@ -198,6 +210,8 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 			return EINVAL;
 	}
 	uint64_t now = emu_clock_raw_ns();
+	/* The kernel's SPM mutex: the device's worker waits until this call is done or sleeps. */
+	emu_spm_hold(s, true);
 	emu_spm_advance(s, now);
 
 	uint32_t timeout = a->timeout;
@@ -212,6 +226,7 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 		 * and the prediction only knows what has happened so far.
 		 */
 		for (;;) {
+			emu_spm_hold(s, false); /* sleeping, the waiter lets the worker run */
 			uint64_t fill = emu_spm_predict_fill(s, deadline);
 			uint64_t wake = fill < deadline ? fill : deadline;
 			if (wake > now + EMU_WAIT_SLICE_NS)
@@ -232,6 +247,7 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 					a->timeout = now < deadline ? (uint32_t)((deadline - now) / 1000000ull) : 0;
 				return EINTR;
 			}
+			emu_spm_hold(s, true);
 			emu_spm_advance(s, now);
 			uint64_t filled = emu_spm_fill_time(s);
 			if (filled != UINT64_MAX || now >= deadline) {
@@ -243,22 +259,23 @@ static int emu_spm_set_dest(struct emu_gpu *g, struct spmtap_kfd_spm_args *a)
 	}
 	if (timeout == 0 && emu_spm_armed(s))
 		emu_spm_flush(s, now);
+	/*
+	 * KFD's start writes the RLC before the arm; no step of the rotation
+	 * replays the GPU's transitions, so before the retire is the same.
+	 */
+	if (a->dest_buf && !s->streaming)
+		emu_kfd_rlc(g, true);
 	uint32_t bytes, loss;
-	int rc = emu_spm_retire(s, &bytes, &loss);
+	emu_spm_hold(s, false); /* with the rotation's end */
+	int rc = emu_spm_rotate(s, a->dest_buf, size, now, &bytes, &loss);
 	a->bytes_copied = bytes;
 	a->has_data_loss = loss;
-	if (a->dest_buf) {
-		if (!s->streaming)
-			emu_kfd_rlc(g, true);
-		emu_spm_arm(s, a->dest_buf, size, now);
-	} else {
-		emu_spm_stop(s);
+	if (!a->dest_buf) {
 		emu_kfd_rlc(g, false);
 		emu_struth_flush();
 	}
 	if (s->gen == EMU_GEN_A && waited)
 		a->timeout = ms_left;
-	emu_spm_commit(s);
 	EMU_DBG("SPM set_dest_buf gpu 0x%x dest %#llx size %u timeout %u -> copied %u loss %u rc %d\n",
 		g->gpu_id, (unsigned long long)a->dest_buf, a->buf_size, timeout, bytes, loss, rc);
 	return rc;
