@@ -3,7 +3,8 @@
  * The emulated RLC: at START_COUNTING it derives the sample layout from the
  * registers alone (segment sizes, muxsel RAMs, selects, interval), and
  * afterwards synthesises each sample from that layout and the workload
- * model (SPM.md 5, PROGRAMMING.md 3).
+ * model (SPM.md 5, PROGRAMMING.md 3), through emu/common/sample_gen.h's
+ * template ring.
  */
 #ifndef SPMTAP_EMU_RLC_H
 #define SPMTAP_EMU_RLC_H
