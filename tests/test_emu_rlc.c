@@ -470,6 +470,17 @@ static void test_template_ring_wraps(void)
 			bad += eq;
 		}
 	}
+	/* The level flips every 2 ms (200000 ticks) at the first sample past the edge: within a sample. */
+	uint64_t prev_flip = 0, flips = 0, off_edge = 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((by[i]->val[ta] > 37000) == (by[i - 1]->val[ta] > 37000))
+			continue;
+		if (flips++ && (by[i]->ts - prev_flip < 200000 - 330 || by[i]->ts - prev_flip > 200000 + 330))
+			off_edge++;
+		prev_flip = by[i]->ts;
+	}
+	CU_ASSERT(flips >= 3);
+	CU_ASSERT_EQUAL(off_edge, 0);
 	free(by);
 	CU_ASSERT(n > 2 * K);
 	const char *mode = getenv("SPMTAP_EMU_SAMPLE_TEMPLATES");
