@@ -18,6 +18,13 @@
 
 static uint32_t emu_rlc_ids; /* layout ids of this process (sample truth), derived or loaded */
 
+/* $SPMTAP_EMU_SAMPLE_TEMPLATES=0: every sample from the counter model, not from the template ring. */
+static bool emu_rlc_direct(void)
+{
+	const char *v = getenv("SPMTAP_EMU_SAMPLE_TEMPLATES");
+	return v && !strcmp(v, "0");
+}
+
 struct emu_rlc_layout *emu_rlc_get(struct emu_rlc_layout *L)
 {
 	if (L)
@@ -27,8 +34,10 @@ struct emu_rlc_layout *emu_rlc_get(struct emu_rlc_layout *L)
 
 void emu_rlc_put(struct emu_rlc_layout *L)
 {
-	if (L && --L->refs == 0)
+	if (L && --L->refs == 0) {
+		emu_rlc_tpl_drop(L);
 		free(L);
+	}
 }
 
 /* Unknown event ids are logged once per (gfx, block, event) in debug mode. */
@@ -248,6 +257,7 @@ struct emu_rlc_layout *emu_rlc_derive(const struct emu_gpu_regs *r, uint32_t xcc
 	L->sclk_mhz = (uint32_t)emu_env_u64("SPMTAP_EMU_SCLK_MHZ", r->sclk_mhz);
 	if (!L->sclk_mhz)
 		L->sclk_mhz = r->sclk_mhz;
+	L->direct = emu_rlc_direct();
 	char wlerr[160];
 	const char *wl = getenv("SPMTAP_EMU_WORKLOAD");
 	if (emu_workload_parse(wl, &L->wl, wlerr, sizeof(wlerr)))
@@ -285,6 +295,8 @@ void emu_rlc_layout_store(const struct emu_rlc_layout *L, void *dst, size_t cap)
 	struct emu_rlc_layout *d = dst;
 	memcpy(d, L, sizeof(*L) + (size_t)n * sizeof(L->ent[0]));
 	d->nent = n;
+	d->tpl = NULL; /* per process */
+	d->struth_checked = false;
 }
 
 struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap)
@@ -300,6 +312,9 @@ struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap)
 	L->refs = 1;
 	L->id = ++emu_rlc_ids;
 	L->truth_header_done = false;
+	L->tpl = NULL;
+	L->struth_checked = false;
+	L->direct = emu_rlc_direct();
 	/* The counter models name static strings of the process that derived the layout: look them up here. */
 	for (uint32_t i = 0; i < L->nent; i++)
 		if (L->ent[i].part != EMU_PART_TS)
@@ -307,68 +322,41 @@ struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap)
 	return L;
 }
 
-static void emu_put16(uint8_t *out, uint32_t off, uint32_t v)
-{
-	out[2 * off] = (uint8_t)v;
-	out[2 * off + 1] = (uint8_t)(v >> 8);
-}
-
-void emu_rlc_sample(const struct emu_rlc_layout *L, uint32_t xcc, uint64_t sample_seq, uint64_t t_ns,
-		    uint64_t ticks, uint8_t *out, uint64_t *truth)
-{
-	memset(out, 0, L->sample_bytes);
-	double a = emu_workload_activity(&L->wl, t_ns);
-	uint64_t sn = emu_mix64(sample_seq ^ (uint64_t)xcc << 56);
-	uint32_t c = 0;
-	for (uint32_t i = 0; i < L->nent; i++) {
-		const struct emu_rlc_entry *e = &L->ent[i];
-		if (e->part == EMU_PART_TS) {
-			emu_put16(out, e->off, (uint32_t)(ticks >> (16 * e->ts_word)) & 0xFFFF);
-			continue;
-		}
-		uint64_t v = emu_cnt_value(&e->m, L->interval, a, e->key, e->key ^ sn);
-		uint64_t w;
-		if (e->width == 16)
-			w = e->no_clamp ? v & 0xFFFF : (v > 0xFFFF ? 0xFFFF : v);
-		else
-			w = e->no_clamp ? v & 0xFFFFFFFFu : (v > 0xFFFFFFFFu ? 0xFFFFFFFFu : v);
-		emu_put16(out, e->off, (uint32_t)(e->part == EMU_PART_HI ? w >> 16 : w) & 0xFFFF);
-		if (truth)
-			truth[c++] = v;
-	}
-}
-
 /* ---- the source ---------------------------------------------------------------- */
 
-#define EMU_RLC_MAX_LINES (31 + EMU_MAX_SE * 31)
-
-static uint8_t emu_rlc_buf[EMU_RLC_MAX_LINES * EMU_SPM_LINE];
-static const struct emu_rlc_layout *emu_rlc_buf_L;
-static uint32_t emu_rlc_buf_xcc;
-static uint64_t emu_rlc_buf_seq = UINT64_MAX;
-
-static const uint8_t *emu_rlc_sample_at(const struct emu_spm_period *p, uint32_t xcc, uint64_t u)
+/*
+ * Sample u of period p: lines [from, from + n) of it into dst, the
+ * timestamp patched when line 0 (the global segment's entries 0..3, where
+ * the timestamp lives) is among them.
+ */
+static void emu_rlc_copy(const struct emu_spm_period *p, uint32_t xcc, uint64_t u, uint32_t from, uint32_t n,
+			 uint8_t *dst)
 {
-	const struct emu_rlc_layout *L = p->layout;
-	uint64_t seq = p->first_sample + u;
-	if (emu_rlc_buf_L != L || emu_rlc_buf_xcc != xcc || emu_rlc_buf_seq != seq) {
-		uint64_t t = emu_period_unit_ns(p, u);
-		emu_rlc_sample(L, xcc, seq, t, emu_clock_ticks(t), emu_rlc_buf, NULL);
-		emu_rlc_buf_L = L;
-		emu_rlc_buf_xcc = xcc;
-		emu_rlc_buf_seq = seq;
+	struct emu_rlc_layout *L = p->layout;
+	uint64_t t = emu_period_unit_ns(p, u);
+	double a = emu_workload_activity(&L->wl, t);
+	const uint8_t *s = emu_rlc_gen(L, xcc, p->first_sample + u, a, NULL);
+	if (!s) {
+		memset(dst, 0, (size_t)n * EMU_SPM_LINE); /* out of memory: a sample of zeros, never a crash */
+		return;
 	}
-	return emu_rlc_buf;
+	memcpy(dst, s + (size_t)from * EMU_SPM_LINE, (size_t)n * EMU_SPM_LINE);
+	if (from == 0)
+		emu_rlc_put_ticks(L, dst, emu_clock_ticks(t));
 }
 
 static void emu_rlc_fill(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
 			 uint64_t first_line, uint32_t nlines, uint8_t *dst)
 {
 	(void)ctx;
-	for (uint32_t i = 0; i < nlines; i++, dst += EMU_SPM_LINE) {
-		uint64_t j = first_line + i - p->first_seq;
-		const uint8_t *s = emu_rlc_sample_at(p, xcc, j / p->unit_lines);
-		memcpy(dst, s + (j % p->unit_lines) * EMU_SPM_LINE, EMU_SPM_LINE);
+	uint32_t U = p->unit_lines;
+	uint64_t j = first_line - p->first_seq;
+	while (nlines) {
+		uint32_t from = (uint32_t)(j % U), n = U - from < nlines ? U - from : nlines;
+		emu_rlc_copy(p, xcc, j / U, from, n, dst);
+		dst += (size_t)n * EMU_SPM_LINE;
+		j += n;
+		nlines -= n;
 	}
 }
 
@@ -376,13 +364,17 @@ static void emu_rlc_produced(const struct emu_spm_source_ctx *ctx, const struct 
 			     uint64_t u, uint64_t t_ns, uint32_t fate)
 {
 	(void)ctx;
-	if (!emu_struth_enabled())
+	struct emu_rlc_layout *L = p->layout;
+	if (!L->struth_checked) {
+		L->struth = emu_struth_enabled(); /* once per layout: getenv per sample was 2 % of a recording */
+		L->struth_checked = true;
+	}
+	if (!L->struth)
 		return;
-	static uint64_t vals[EMU_RLC_MAX_LINES * 16];
-	static uint8_t tmp[sizeof(emu_rlc_buf)];
-	uint64_t ticks = emu_clock_ticks(t_ns);
-	emu_rlc_sample(p->layout, xcc, p->first_sample + u, t_ns, ticks, tmp, vals);
-	emu_struth_record(p->layout, xcc, p->first_sample + u, ticks, fate, vals);
+	const uint64_t *vals;
+	if (!emu_rlc_gen(L, xcc, p->first_sample + u, emu_workload_activity(&L->wl, t_ns), &vals))
+		return;
+	emu_struth_record(L, xcc, p->first_sample + u, emu_clock_ticks(t_ns), fate, vals);
 }
 
 const struct emu_spm_source emu_spm_source_rlc = { "rlc", emu_rlc_fill, emu_rlc_produced };

@@ -74,6 +74,8 @@ static void emu_period_begin(struct emu_spm_xcc *x, uint64_t now, uint64_t t_num
 			     uint32_t unit_lines, const struct emu_spm_source *src, struct emu_rlc_layout *L)
 {
 	emu_period_end(x);
+	if (x->nper && x->per[x->nper - 1].layout)
+		emu_rlc_tpl_drop(x->per[x->nper - 1].layout); /* its sample templates: a late fill rebuilds them */
 	if (x->nper == x->per_cap) {
 		uint32_t cap = x->per_cap ? x->per_cap * 2 : 4;
 		struct emu_spm_period *np = realloc(x->per, cap * sizeof(*np));

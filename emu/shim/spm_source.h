@@ -33,6 +33,10 @@ struct emu_spm_period {
 /* Generation time of unit u: the first ns at which all of it exists. */
 static inline uint64_t emu_period_unit_ns(const struct emu_spm_period *p, uint64_t u)
 {
+	uint64_t n;
+	/* 64 bits whenever they suffice: __udivti3 per line was 4 % of an emulated recording. */
+	if (!__builtin_mul_overflow(u + 1, p->t_num, &n) && n <= UINT64_MAX - p->t_den)
+		return p->start_ns + (n + p->t_den - 1) / p->t_den;
 	unsigned __int128 num = (unsigned __int128)(u + 1) * p->t_num;
 	return p->start_ns + (uint64_t)((num + p->t_den - 1) / p->t_den);
 }
