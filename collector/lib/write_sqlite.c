@@ -47,12 +47,18 @@
 #ifndef SQLW_CACHE_KIB
 #define SQLW_CACHE_KIB 16384
 #endif
+/* Rows per multi-row INSERT: one statement step for many samples (fewer bound variables if the limit says so). */
+#ifndef SQLW_INSERT_ROWS
+#define SQLW_INSERT_ROWS 128u
+#endif
+/* Columns of a stream: SQLite's default SQLITE_MAX_COLUMN (2000) less idx, host_ns and ticks. */
+#define SQLW_MAX_COLS 1990u
 #ifndef SQLW_PAGE_SIZE
 #define SQLW_PAGE_SIZE 16384
 #endif
 
 /* PRAGMA user_version: the schema version of docs/formats/sqlite.md. */
-#define SQLW_SCHEMA_VERSION 1
+#define SQLW_SCHEMA_VERSION 2
 /* PRAGMA application_id: "SPMT". */
 #define SQLW_APPLICATION_ID 0x53504d54
 
@@ -63,12 +69,16 @@ struct sqlw_stream {
 	enum series_type *types;
 	int64_t metric0; /* metric.id of column 0; column c is metric0 + c */
 	int64_t next_idx; /* sample index within the stream */
+	/* INSERT of one row, and of `rows` rows at once (one step for many samples). */
+	sqlite3_stmt *ins1, *insn;
+	uint32_t rows;
 };
 
 struct writer {
 	sqlite3 *db;
 	char *path;
-	sqlite3_stmt *ins_sample, *ins_stream, *ins_metric, *ins_slice;
+	sqlite3_stmt *ins_stream, *ins_metric, *ins_slice;
+	int max_vars; /* SQLITE_LIMIT_VARIABLE_NUMBER of this connection */
 	struct sqlw_stream *streams;
 	size_t nstreams, cap;
 	size_t last; /* index of the stream matched last */
@@ -93,7 +103,8 @@ static const char schema_sql[] =
 	"  xcc INTEGER NOT NULL,\n"
 	"  device_name TEXT,\n"
 	"  tick_domain TEXT,\n"
-	"  ncols INTEGER NOT NULL\n"
+	"  ncols INTEGER NOT NULL,\n"
+	"  sample_table TEXT NOT NULL\n"
 	");\n"
 	"CREATE TABLE metric(\n"
 	"  id INTEGER PRIMARY KEY,\n"
@@ -107,15 +118,6 @@ static const char schema_sql[] =
 	");\n"
 	"CREATE INDEX metric_by_name ON metric(name, stream_id);\n"
 	"CREATE INDEX metric_by_track ON metric(track);\n"
-	/* value has no declared type: no affinity, so 412.0 stays REAL and 7 INTEGER. */
-	"CREATE TABLE sample(\n"
-	"  metric_id INTEGER NOT NULL REFERENCES metric(id),\n"
-	"  host_ns INTEGER NOT NULL,\n"
-	"  idx INTEGER NOT NULL,\n"
-	"  ticks INTEGER,\n"
-	"  value,\n"
-	"  PRIMARY KEY (metric_id, host_ns, idx)\n"
-	") WITHOUT ROWID;\n"
 	"CREATE TABLE slice(\n"
 	"  id INTEGER PRIMARY KEY,\n"
 	"  start_ns INTEGER NOT NULL,\n"
@@ -134,13 +136,6 @@ static const char schema_sql[] =
 	"         s.gpu_id AS gpu_id, s.xcc AS xcc, s.device_name AS device_name,\n"
 	"         s.tick_domain AS tick_domain, m.track AS track\n"
 	"  FROM metric m JOIN stream s ON s.id = m.stream_id;\n"
-	"CREATE VIEW sample_v AS\n"
-	"  SELECT x.host_ns AS host_ns, x.ticks AS ticks, x.value AS value, x.idx AS idx,\n"
-	"         m.metric_id AS metric_id, m.name AS name, m.unit AS unit, m.type AS type,\n"
-	"         m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu,\n"
-	"         m.gpu_id AS gpu_id, m.xcc AS xcc, m.device_name AS device_name,\n"
-	"         m.track AS track\n"
-	"  FROM sample x JOIN metric_v m ON m.metric_id = x.metric_id;\n"
 	"CREATE VIEW slice_v AS\n"
 	"  SELECT id, name, category, pid, track, depth, start_ns, end_ns, end_ns - start_ns AS dur_ns,\n"
 	"         (end_ns - start_ns) / 1e6 AS dur_ms\n"
@@ -359,14 +354,16 @@ static void free_writer(struct writer *w)
 	if (!w)
 		return;
 	/* finalize/close only report errors already reported by the calls before them */
-	sqlite3_finalize(w->ins_sample);
+	for (size_t i = 0; i < w->nstreams; i++) {
+		sqlite3_finalize(w->streams[i].ins1);
+		sqlite3_finalize(w->streams[i].insn);
+		free(w->streams[i].types);
+	}
 	sqlite3_finalize(w->ins_stream);
 	sqlite3_finalize(w->ins_metric);
 	sqlite3_finalize(w->ins_slice);
 	if (w->db)
 		sqlite3_close_v2(w->db);
-	for (size_t i = 0; i < w->nstreams; i++)
-		free(w->streams[i].types);
 	free(w->streams);
 	free(w->path);
 	free(w);
@@ -408,6 +405,109 @@ static int remove_old(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* A growing SQL text; on failure it stays NULL-safe and says so with oom. */
+struct sqlbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_add(struct sqlbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sqlbuf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if (b->s && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t ncap = b->cap ? b->cap : 4096;
+		while (ncap <= b->len + (size_t)n)
+			ncap *= 2;
+		char *p = realloc(b->s, ncap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->s = p;
+		b->cap = ncap;
+	}
+}
+
+/* The value of metric column m.col of row x: CASE over the stream's columns v0, v1, ... */
+static void sb_value(struct sqlbuf *b, uint32_t ncols)
+{
+	if (ncols == 1) {
+		sb_add(b, "x.v0");
+		return;
+	}
+	sb_add(b, "CASE m.col");
+	for (uint32_t c = 0; c < ncols; c++)
+		sb_add(b, " WHEN %u THEN x.v%u", c, c);
+	sb_add(b, " END");
+}
+
+/*
+ * The views `sample` (one row per metric and sample, the columns of schema
+ * version 1's table) and `sample_v` (with the names), over every stream's
+ * table: a UNION ALL with one arm per stream, each the stream's metrics
+ * joined with its rows.  One arm per stream, not a join of `sample` with
+ * `metric_v`, so that a filter on track, name or metric_id is pushed into
+ * every arm (SQLite cannot push a join term into a compound view): the arms
+ * of other streams find no metric and read no row, and the one that does
+ * seeks its time index.  Rebuilt whenever a stream is declared.
+ */
+static int make_views(struct writer *w, char *err, size_t errlen)
+{
+	struct sqlbuf b = { 0 };
+	sb_add(&b, "DROP VIEW IF EXISTS sample; DROP VIEW IF EXISTS sample_v;\nCREATE VIEW sample AS\n");
+	size_t arms = 0;
+	for (size_t i = 0; i < w->nstreams; i++) {
+		const struct sqlw_stream *ss = &w->streams[i];
+		if (!ss->ncols)
+			continue;
+		sb_add(&b, "%s  SELECT m.id AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, ",
+		       arms++ ? "  UNION ALL\n" : "");
+		sb_value(&b, ss->ncols);
+		sb_add(&b, " AS value\n  FROM metric m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n", ss->id,
+		       ss->id);
+	}
+	if (!arms)
+		sb_add(&b, "  SELECT 0 AS metric_id, 0 AS host_ns, 0 AS idx, NULL AS ticks, NULL AS value WHERE 0\n");
+	sb_add(&b, ";\nCREATE VIEW sample_v AS\n");
+	arms = 0;
+	for (size_t i = 0; i < w->nstreams; i++) {
+		const struct sqlw_stream *ss = &w->streams[i];
+		if (!ss->ncols)
+			continue;
+		sb_add(&b, "%s  SELECT x.host_ns AS host_ns, x.ticks AS ticks, ", arms++ ? "  UNION ALL\n" : "");
+		sb_value(&b, ss->ncols);
+		sb_add(&b, " AS value, x.idx AS idx, m.metric_id AS metric_id, m.name AS name, m.unit AS unit,\n"
+			   "    m.type AS type, m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu,\n"
+			   "    m.gpu_id AS gpu_id, m.xcc AS xcc, m.device_name AS device_name, m.track AS track\n"
+			   "  FROM metric_v m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n",
+		       ss->id, ss->id);
+	}
+	if (!arms)
+		sb_add(&b, "  SELECT 0 AS host_ns, NULL AS ticks, NULL AS value, 0 AS idx, 0 AS metric_id,\n"
+			   "    NULL AS name, NULL AS unit, NULL AS type, 0 AS stream_id, NULL AS source, 0 AS gpu,\n"
+			   "    0 AS gpu_id, 0 AS xcc, NULL AS device_name, NULL AS track WHERE 0\n");
+	sb_add(&b, ";\n");
+	int rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
+		       : exec(w, b.s, "creating the views", err, errlen);
+	free(b.s);
+	return rc;
+}
+
 static int sqlw_open(struct writer **out, const char *final, const struct writer_meta *meta, char *err,
 		     size_t errlen)
 {
@@ -436,6 +536,7 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	}
 	w->path = path;
 	w->next_metric = 1;
+	w->max_vars = 999; /* SQLite's default before 3.32; the real limit is read below */
 	int src = sqlite3_open_v2(path, &w->db,
 				  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
 					  SQLITE_OPEN_EXRESCODE,
@@ -445,6 +546,7 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 		free_writer(w);
 		return rc;
 	}
+	w->max_vars = sqlite3_limit(w->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
 	char pragmas[512];
 	snprintf(pragmas, sizeof(pragmas),
 		 "PRAGMA page_size=%d;"
@@ -485,19 +587,16 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 		rc = exec(w, schema_sql, "creating the schema", err, errlen);
 	}
 	if (!rc)
+		rc = make_views(w, err, errlen);
+	if (!rc)
 		rc = write_meta(w, meta, err, errlen);
 	/* The schema and metadata are committed at once: a file cut short still says what it is. */
 	if (!rc)
 		rc = tx_commit(w, err, errlen);
 	if (!rc)
 		rc = prepare(w,
-			     "INSERT INTO sample(metric_id, host_ns, idx, ticks, value) "
-			     "VALUES (?1, ?2, ?3, ?4, ?5)",
-			     &w->ins_sample, err, errlen);
-	if (!rc)
-		rc = prepare(w,
 			     "INSERT INTO stream(id, source, gpu, gpu_id, xcc, device_name, "
-			     "tick_domain, ncols) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			     "tick_domain, ncols, sample_table) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 			     &w->ins_stream, err, errlen);
 	if (!rc)
 		rc = prepare(w,
@@ -517,6 +616,51 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	}
 	*out = w;
 	return 0;
+}
+
+/*
+ * The stream's own table, one row per sample with all its counters, keyed
+ * by time: (host_ns, idx) grows with every sample of a stream, so each
+ * insert appends at the right edge of the B-tree, and the cost per row stays
+ * the same however long the recording.  The key is the time index (a time
+ * range is one seek), there from the first row, also in a file cut short;
+ * idx keeps two samples with the same host_ns apart.
+ */
+static int make_stream_table(struct writer *w, struct sqlw_stream *ss, char *err, size_t errlen)
+{
+	struct sqlbuf b = { 0 };
+	/* value columns have no declared type: no affinity, so 412.0 stays REAL and 7 INTEGER */
+	sb_add(&b, "CREATE TABLE samples_%u(\n  idx INTEGER NOT NULL,\n  host_ns INTEGER NOT NULL,\n  ticks INTEGER",
+	       ss->id);
+	for (uint32_t c = 0; c < ss->ncols; c++)
+		sb_add(&b, ",\n  v%u", c);
+	sb_add(&b, ",\n  PRIMARY KEY (host_ns, idx)\n) WITHOUT ROWID");
+	int rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
+		       : exec(w, b.s, "creating a stream's table", err, errlen);
+	free(b.s);
+	if (rc)
+		return rc;
+	uint32_t per_row = 3 + ss->ncols;
+	ss->rows = w->max_vars > 0 ? (uint32_t)w->max_vars / per_row : 1;
+	if (ss->rows > SQLW_INSERT_ROWS)
+		ss->rows = SQLW_INSERT_ROWS;
+	if (ss->rows < 1)
+		ss->rows = 1;
+	for (int k = 0; k < 2 && !rc; k++) {
+		uint32_t rows = k ? ss->rows : 1;
+		memset(&b, 0, sizeof(b));
+		sb_add(&b, "INSERT INTO samples_%u VALUES ", ss->id);
+		for (uint32_t r = 0; r < rows; r++) {
+			sb_add(&b, "%s(?", r ? "," : "");
+			for (uint32_t c = 1; c < per_row; c++)
+				sb_add(&b, ",?");
+			sb_add(&b, ")");
+		}
+		rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
+			   : prepare(w, b.s, k ? &ss->insn : &ss->ins1, err, errlen);
+		free(b.s);
+	}
+	return rc;
 }
 
 static struct sqlw_stream *find_stream(struct writer *w, const struct series_stream *s)
@@ -541,6 +685,11 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 		if (w->streams[i].id == s->id)
 			return spmtap_seterr(err, errlen, EEXIST, "%s: stream %u declared twice", w->path,
 					     s->id);
+	/* A table has at most SQLITE_MAX_COLUMN (2000 by default) columns: idx, host_ns, ticks and ours. */
+	if (s->ncols > SQLW_MAX_COLS)
+		return spmtap_seterr(err, errlen, E2BIG,
+				     "%s: stream %u has %u columns, more than the %u a SQLite table can hold",
+				     w->path, s->id, s->ncols, SQLW_MAX_COLS);
 	for (uint32_t c = 0; c < s->ncols; c++)
 		if (s->cols[c].type != SERIES_U64 && s->cols[c].type != SERIES_F64)
 			return spmtap_seterr(err, errlen, EINVAL, "%s: stream %u column %u: unknown type %d",
@@ -585,6 +734,10 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 		b = bind_text(st, 7, s->tick_domain);
 	if (b == SQLITE_OK)
 		b = sqlite3_bind_int64(st, 8, s->ncols);
+	char table[32];
+	snprintf(table, sizeof(table), "samples_%u", s->id);
+	if (b == SQLITE_OK)
+		b = sqlite3_bind_text(st, 9, table, -1, SQLITE_TRANSIENT);
 	if (b != SQLITE_OK)
 		return fail_sq(w, b, "binding a stream", err, errlen);
 	rc = step_reset(w, st, "writing a stream", err, errlen);
@@ -616,12 +769,45 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 			return fail_sq(w, b, "binding a metric", err, errlen);
 		rc = step_reset(w, st, "writing a metric", err, errlen);
 	}
+	if (!rc)
+		rc = make_stream_table(w, ss, err, errlen);
+	if (!rc)
+		rc = make_views(w, err, errlen);
 	if (rc)
 		return rc;
 	w->next_metric += s->ncols;
 	/* Streams are few: commit their description at once, readers see it while recording. */
 	rc = tx_commit(w, err, errlen);
 	return rc ? rc : tx_begin(w, err, errlen);
+}
+
+/* Bind samples i .. i+rows-1 of c to st's rows (idx, host_ns, ticks, v0, v1, ...). */
+static int bind_rows(sqlite3_stmt *st, const struct sqlw_stream *ss, const struct series_chunk *c, uint32_t i,
+		     uint32_t rows)
+{
+	int p = 1;
+	for (uint32_t r = 0; r < rows; r++, i++) {
+		int b = sqlite3_bind_int64(st, p++, ss->next_idx + i);
+		if (b == SQLITE_OK)
+			b = sqlite3_bind_int64(st, p++, c->host_ns[i]);
+		if (b == SQLITE_OK)
+			b = c->ticks ? sqlite3_bind_int64(st, p++, (sqlite3_int64)c->ticks[i]) : sqlite3_bind_null(st, p++);
+		for (uint32_t col = 0; b == SQLITE_OK && col < ss->ncols; col++, p++) {
+			if (series_missing(c, col, i))
+				b = sqlite3_bind_null(st, p);
+			else if (ss->types[col] == SERIES_F64)
+				b = sqlite3_bind_double(st, p, series_f64(c, col, i)); /* NaN: NULL */
+			else {
+				uint64_t v = series_u64(c, col, i);
+				/* Past INT64_MAX SQLite has no integer: the nearest REAL. */
+				b = v <= (uint64_t)INT64_MAX ? sqlite3_bind_int64(st, p, (sqlite3_int64)v)
+							      : sqlite3_bind_double(st, p, (double)v);
+			}
+		}
+		if (b != SQLITE_OK)
+			return b;
+	}
+	return SQLITE_OK;
 }
 
 static int sqlw_write(struct writer *w, const struct series_chunk *c, char *err, size_t errlen)
@@ -646,45 +832,27 @@ static int sqlw_write(struct writer *w, const struct series_chunk *c, char *err,
 	int rc = tx_maybe_commit(w, err, errlen);
 	if (rc)
 		return rc;
-	sqlite3_stmt *st = w->ins_sample;
-	/* Column by column: each metric's rows go to one place in the B-tree. */
-	for (uint32_t col = 0; col < ss->ncols; col++) {
-		int b = sqlite3_bind_int64(st, 1, ss->metric0 + col);
+	/* Row by row, `rows` samples per statement step; the remainder one by one. */
+	uint32_t i = 0;
+	while (i < c->n) {
+		bool many = c->n - i >= ss->rows && ss->rows > 1;
+		sqlite3_stmt *st = many ? ss->insn : ss->ins1;
+		uint32_t rows = many ? ss->rows : 1;
+		int b = bind_rows(st, ss, c, i, rows);
 		if (b != SQLITE_OK)
 			return fail_sq(w, b, "binding a sample", err, errlen);
-		for (uint32_t i = 0; i < c->n; i++) {
-			b = sqlite3_bind_int64(st, 2, c->host_ns[i]);
-			if (b == SQLITE_OK)
-				b = sqlite3_bind_int64(st, 3, ss->next_idx + i);
-			if (b == SQLITE_OK)
-				b = c->ticks ? sqlite3_bind_int64(st, 4, (sqlite3_int64)c->ticks[i])
-					     : sqlite3_bind_null(st, 4);
-			if (b == SQLITE_OK) {
-				if (series_missing(c, col, i))
-					b = sqlite3_bind_null(st, 5);
-				else if (ss->types[col] == SERIES_F64)
-					b = sqlite3_bind_double(st, 5, series_f64(c, col, i)); /* NaN: NULL */
-				else {
-					uint64_t v = series_u64(c, col, i);
-					/* Past INT64_MAX SQLite has no integer: the nearest REAL. */
-					b = v <= (uint64_t)INT64_MAX ? sqlite3_bind_int64(st, 5, (sqlite3_int64)v)
-								      : sqlite3_bind_double(st, 5, (double)v);
-				}
-			}
-			if (b != SQLITE_OK)
-				return fail_sq(w, b, "binding a sample", err, errlen);
-			int s = sqlite3_step(st);
-			if (s != SQLITE_DONE) {
-				(void)sqlite3_reset(st);
-				return fail_sq(w, s, "writing samples", err, errlen);
-			}
-			s = sqlite3_reset(st);
-			if (s != SQLITE_OK)
-				return fail_sq(w, s, "writing samples", err, errlen);
+		int s = sqlite3_step(st);
+		if (s != SQLITE_DONE) {
+			(void)sqlite3_reset(st);
+			return fail_sq(w, s, "writing samples", err, errlen);
 		}
+		s = sqlite3_reset(st);
+		if (s != SQLITE_OK)
+			return fail_sq(w, s, "writing samples", err, errlen);
+		i += rows;
 	}
 	ss->next_idx += c->n;
-	w->tx_rows += (uint64_t)c->n * ss->ncols;
+	w->tx_rows += (uint64_t)c->n * (ss->ncols ? ss->ncols : 1);
 	return 0;
 }
 
@@ -780,11 +948,15 @@ static int sqlw_end(struct writer *w, char *err, size_t errlen)
 						  errlen);
 		}
 	}
-	sqlite3_finalize(w->ins_sample);
+	for (size_t i = 0; i < w->nstreams; i++) {
+		sqlite3_finalize(w->streams[i].ins1);
+		sqlite3_finalize(w->streams[i].insn);
+		w->streams[i].ins1 = w->streams[i].insn = NULL;
+	}
 	sqlite3_finalize(w->ins_stream);
 	sqlite3_finalize(w->ins_metric);
 	sqlite3_finalize(w->ins_slice);
-	w->ins_sample = w->ins_stream = w->ins_metric = w->ins_slice = NULL;
+	w->ins_stream = w->ins_metric = w->ins_slice = NULL;
 	int crc = sqlite3_close(w->db);
 	if (crc == SQLITE_OK)
 		w->db = NULL;
