@@ -506,6 +506,46 @@ static void test_one_row_per_sample(void)
 }
 
 /*
+ * More streams than one compound SELECT may have arms (SQLite's 500): the
+ * views still open in a fresh reader, count every row, and keep the seek.
+ */
+static void test_many_streams(void)
+{
+	const char *db = path("many.db");
+	const struct writer_ops *ops = &writer_sqlite;
+	struct writer *w;
+	char err[512];
+	enum { NS = 520, N = 3 };
+	static struct big b[NS];
+	CU_ASSERT_EQUAL_FATAL(ops->open(&w, db, &meta, err, sizeof(err)), 0);
+	for (int s = 0; s < NS; s++) {
+		big_init(&b[s], 100 + s, s, 1, N);
+		b[s].s.gpu = s / 8;
+		b[s].s.xcc = s % 8;
+		CU_ASSERT_EQUAL_FATAL(ops->begin(w, &b[s].s, err, sizeof(err)), 0);
+	}
+	for (int s = 0; s < NS; s++) {
+		struct series_chunk c = big_next(&b[s]);
+		CU_ASSERT_EQUAL_FATAL(ops->write(w, &c, err, sizeof(err)), 0);
+	}
+	int rc = ops->end(w, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "\n    end: %s\n", err);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	for (int s = 0; s < NS; s++)
+		big_free(&b[s]);
+	if (need_cli())
+		return;
+	char want[64];
+	snprintf(want, sizeof(want), "%d|%d", NS * N, NS * N);
+	CHECK_SQL(db, "SELECT (SELECT count(*) FROM sample), (SELECT count(*) FROM sample_v)", want);
+	CHECK_SQL(db, "SELECT idx, value, stream_id FROM sample_v WHERE track = 'gpu60.xcc3.CTR_00' AND idx = 2",
+		  "2|32|583");
+	check_plan(db, "SELECT value FROM sample_v WHERE track = 'gpu60.xcc3.CTR_00' "
+		       "AND host_ns >= 1000000000000 AND host_ns < 1000000010000");
+}
+
+/*
  * Fill a small file system (a private tmpfs where this process may mount one,
  * else RLIMIT_FSIZE) in a child; report through a pipe what happened and
  * what the sqlite3 tool then reads from the file, there and then.
@@ -821,6 +861,7 @@ int main(int argc, char **argv)
 		{ "plans", test_plans, need_cli },
 		{ "bounded_memory", test_bounded_memory, NULL },
 		{ "one_row_per_sample", test_one_row_per_sample, NULL },
+		{ "many_streams", test_many_streams, NULL },
 		{ "full_disk", test_full_disk, need_cli },
 		{ "live_reader", test_live_reader, NULL },
 		{ "errors", test_errors, NULL },

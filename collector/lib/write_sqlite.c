@@ -49,7 +49,7 @@
 #endif
 /* Rows per multi-row INSERT: one statement step for many samples (fewer bound variables if the limit says so). */
 #ifndef SQLW_INSERT_ROWS
-#define SQLW_INSERT_ROWS 128u
+#define SQLW_INSERT_ROWS 256u
 #endif
 /* Columns of a stream: SQLite's default SQLITE_MAX_COLUMN (2000) less idx, host_ns and ticks. */
 #define SQLW_MAX_COLS 1990u
@@ -84,6 +84,7 @@ struct writer {
 	size_t last; /* index of the stream matched last */
 	int64_t next_metric;
 	bool in_tx;
+	bool views_stale; /* a stream was declared since the views were last made */
 	uint64_t tx_rows;
 	int64_t tx_start_ns; /* CLOCK_MONOTONIC */
 	int error;           /* sticky -errno, 0 while healthy */
@@ -457,6 +458,58 @@ static void sb_value(struct sqlbuf *b, uint32_t ncols)
 }
 
 /*
+ * One view over every stream with a metric, arm by arm (arm() writes stream
+ * ss's SELECT).  SQLite allows 500 arms in one compound SELECT
+ * (SQLITE_MAX_COMPOUND_SELECT), in the writer and in every reader: past
+ * SQLW_VIEW_GROUP streams the arms go in groups, each a subquery in FROM,
+ * into which SQLite pushes the filters just the same.
+ */
+#define SQLW_VIEW_GROUP 256u
+static void sb_view(struct sqlbuf *b, const struct writer *w, const char *name, const char *empty,
+		    void (*arm)(struct sqlbuf *, const struct sqlw_stream *))
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->nstreams; i++)
+		n += w->streams[i].ncols ? 1 : 0;
+	sb_add(b, "CREATE VIEW %s AS\n", name);
+	if (!n) {
+		sb_add(b, "  %s;\n", empty);
+		return;
+	}
+	bool grouped = n > SQLW_VIEW_GROUP;
+	size_t k = 0;
+	for (size_t i = 0; i < w->nstreams; i++) {
+		if (!w->streams[i].ncols)
+			continue;
+		if (grouped && k % SQLW_VIEW_GROUP == 0)
+			sb_add(b, "%sSELECT * FROM (\n", k ? ")\nUNION ALL\n" : "");
+		else if (k)
+			sb_add(b, "  UNION ALL\n");
+		arm(b, &w->streams[i]);
+		k++;
+	}
+	sb_add(b, "%s;\n", grouped ? ")" : "");
+}
+
+static void arm_sample(struct sqlbuf *b, const struct sqlw_stream *ss)
+{
+	sb_add(b, "  SELECT m.id AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, ");
+	sb_value(b, ss->ncols);
+	sb_add(b, " AS value\n  FROM metric m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n", ss->id, ss->id);
+}
+
+static void arm_sample_v(struct sqlbuf *b, const struct sqlw_stream *ss)
+{
+	sb_add(b, "  SELECT x.host_ns AS host_ns, x.ticks AS ticks, ");
+	sb_value(b, ss->ncols);
+	sb_add(b, " AS value, x.idx AS idx, m.metric_id AS metric_id, m.name AS name, m.unit AS unit,\n"
+		  "    m.type AS type, m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu,\n"
+		  "    m.gpu_id AS gpu_id, m.xcc AS xcc, m.device_name AS device_name, m.track AS track\n"
+		  "  FROM metric_v m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n",
+	       ss->id, ss->id);
+}
+
+/*
  * The views `sample` (one row per metric and sample, the columns of schema
  * version 1's table) and `sample_v` (with the names), over every stream's
  * table: a UNION ALL with one arm per stream, each the stream's metrics
@@ -464,44 +517,19 @@ static void sb_value(struct sqlbuf *b, uint32_t ncols)
  * `metric_v`, so that a filter on track, name or metric_id is pushed into
  * every arm (SQLite cannot push a join term into a compound view): the arms
  * of other streams find no metric and read no row, and the one that does
- * seeks its time index.  Rebuilt whenever a stream is declared.
+ * seeks its table's key.  Rebuilt whenever a stream is declared.
  */
 static int make_views(struct writer *w, char *err, size_t errlen)
 {
 	struct sqlbuf b = { 0 };
-	sb_add(&b, "DROP VIEW IF EXISTS sample; DROP VIEW IF EXISTS sample_v;\nCREATE VIEW sample AS\n");
-	size_t arms = 0;
-	for (size_t i = 0; i < w->nstreams; i++) {
-		const struct sqlw_stream *ss = &w->streams[i];
-		if (!ss->ncols)
-			continue;
-		sb_add(&b, "%s  SELECT m.id AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, ",
-		       arms++ ? "  UNION ALL\n" : "");
-		sb_value(&b, ss->ncols);
-		sb_add(&b, " AS value\n  FROM metric m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n", ss->id,
-		       ss->id);
-	}
-	if (!arms)
-		sb_add(&b, "  SELECT 0 AS metric_id, 0 AS host_ns, 0 AS idx, NULL AS ticks, NULL AS value WHERE 0\n");
-	sb_add(&b, ";\nCREATE VIEW sample_v AS\n");
-	arms = 0;
-	for (size_t i = 0; i < w->nstreams; i++) {
-		const struct sqlw_stream *ss = &w->streams[i];
-		if (!ss->ncols)
-			continue;
-		sb_add(&b, "%s  SELECT x.host_ns AS host_ns, x.ticks AS ticks, ", arms++ ? "  UNION ALL\n" : "");
-		sb_value(&b, ss->ncols);
-		sb_add(&b, " AS value, x.idx AS idx, m.metric_id AS metric_id, m.name AS name, m.unit AS unit,\n"
-			   "    m.type AS type, m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu,\n"
-			   "    m.gpu_id AS gpu_id, m.xcc AS xcc, m.device_name AS device_name, m.track AS track\n"
-			   "  FROM metric_v m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n",
-		       ss->id, ss->id);
-	}
-	if (!arms)
-		sb_add(&b, "  SELECT 0 AS host_ns, NULL AS ticks, NULL AS value, 0 AS idx, 0 AS metric_id,\n"
-			   "    NULL AS name, NULL AS unit, NULL AS type, 0 AS stream_id, NULL AS source, 0 AS gpu,\n"
-			   "    0 AS gpu_id, 0 AS xcc, NULL AS device_name, NULL AS track WHERE 0\n");
-	sb_add(&b, ";\n");
+	sb_add(&b, "DROP VIEW IF EXISTS sample; DROP VIEW IF EXISTS sample_v;\n");
+	sb_view(&b, w, "sample",
+		"SELECT 0 AS metric_id, 0 AS host_ns, 0 AS idx, NULL AS ticks, NULL AS value WHERE 0", arm_sample);
+	sb_view(&b, w, "sample_v",
+		"SELECT 0 AS host_ns, NULL AS ticks, NULL AS value, 0 AS idx, 0 AS metric_id, NULL AS name, "
+		"NULL AS unit, NULL AS type, 0 AS stream_id, NULL AS source, 0 AS gpu, 0 AS gpu_id, 0 AS xcc, "
+		"NULL AS device_name, NULL AS track WHERE 0",
+		arm_sample_v);
 	int rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
 		       : exec(w, b.s, "creating the views", err, errlen);
 	free(b.s);
@@ -616,6 +644,17 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	}
 	*out = w;
 	return 0;
+}
+
+/* The views over every stream declared so far, in the open transaction. */
+static int sync_views(struct writer *w, char *err, size_t errlen)
+{
+	if (!w->views_stale)
+		return 0;
+	int rc = make_views(w, err, errlen);
+	if (!rc)
+		w->views_stale = false;
+	return rc;
 }
 
 /*
@@ -771,10 +810,10 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 	}
 	if (!rc)
 		rc = make_stream_table(w, ss, err, errlen);
-	if (!rc)
-		rc = make_views(w, err, errlen);
 	if (rc)
 		return rc;
+	/* the views follow with the next write or flush: streams come together, views are made once */
+	w->views_stale = true;
 	w->next_metric += s->ncols;
 	/* Streams are few: commit their description at once, readers see it while recording. */
 	rc = tx_commit(w, err, errlen);
@@ -830,6 +869,8 @@ static int sqlw_write(struct writer *w, const struct series_chunk *c, char *err,
 			return spmtap_seterr(err, errlen, EINVAL, "%s: stream %u: column %u has no values",
 					     w->path, ss->id, col);
 	int rc = tx_maybe_commit(w, err, errlen);
+	if (!rc)
+		rc = sync_views(w, err, errlen);
 	if (rc)
 		return rc;
 	/* Row by row, `rows` samples per statement step; the remainder one by one. */
@@ -906,7 +947,9 @@ static int sqlw_flush(struct writer *w, char *err, size_t errlen)
 {
 	if (w->error)
 		return spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
-	int rc = tx_commit(w, err, errlen);
+	int rc = sync_views(w, err, errlen);
+	if (!rc)
+		rc = tx_commit(w, err, errlen);
 	return rc ? rc : tx_begin(w, err, errlen);
 }
 
@@ -929,7 +972,9 @@ static int sqlw_end(struct writer *w, char *err, size_t errlen)
 	if (w->error) {
 		rc = spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
 	} else {
-		rc = tx_commit(w, err, errlen);
+		rc = sync_views(w, err, errlen);
+		if (!rc)
+			rc = tx_commit(w, err, errlen);
 		/*
 		 * Fold the log into the database: one self-contained file.  A
 		 * reader still open (sqlite3 on the live file) can keep that
