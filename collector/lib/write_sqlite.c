@@ -444,33 +444,20 @@ static void sb_add(struct sqlbuf *b, const char *fmt, ...)
 	}
 }
 
-/* The value of metric column m.col of row x: CASE over the stream's columns v0, v1, ... */
-static void sb_value(struct sqlbuf *b, uint32_t ncols)
-{
-	if (ncols == 1) {
-		sb_add(b, "x.v0");
-		return;
-	}
-	sb_add(b, "CASE m.col");
-	for (uint32_t c = 0; c < ncols; c++)
-		sb_add(b, " WHEN %u THEN x.v%u", c, c);
-	sb_add(b, " END");
-}
-
 /*
- * One view over every stream with a metric, arm by arm (arm() writes stream
- * ss's SELECT).  SQLite allows 500 arms in one compound SELECT
+ * One view with an arm per metric (arm() writes the SELECT of stream ss's
+ * column c).  SQLite allows 500 arms in one compound SELECT
  * (SQLITE_MAX_COMPOUND_SELECT), in the writer and in every reader: past
- * SQLW_VIEW_GROUP streams the arms go in groups, each a subquery in FROM,
+ * SQLW_VIEW_GROUP metrics the arms go in groups, each a subquery in FROM,
  * into which SQLite pushes the filters just the same.
  */
 #define SQLW_VIEW_GROUP 256u
 static void sb_view(struct sqlbuf *b, const struct writer *w, const char *name, const char *empty,
-		    void (*arm)(struct sqlbuf *, const struct sqlw_stream *))
+		    void (*arm)(struct sqlbuf *, const struct sqlw_stream *, uint32_t))
 {
 	size_t n = 0;
 	for (size_t i = 0; i < w->nstreams; i++)
-		n += w->streams[i].ncols ? 1 : 0;
+		n += w->streams[i].ncols;
 	sb_add(b, "CREATE VIEW %s AS\n", name);
 	if (!n) {
 		sb_add(b, "  %s;\n", empty);
@@ -478,46 +465,44 @@ static void sb_view(struct sqlbuf *b, const struct writer *w, const char *name, 
 	}
 	bool grouped = n > SQLW_VIEW_GROUP;
 	size_t k = 0;
-	for (size_t i = 0; i < w->nstreams; i++) {
-		if (!w->streams[i].ncols)
-			continue;
-		if (grouped && k % SQLW_VIEW_GROUP == 0)
-			sb_add(b, "%sSELECT * FROM (\n", k ? ")\nUNION ALL\n" : "");
-		else if (k)
-			sb_add(b, "  UNION ALL\n");
-		arm(b, &w->streams[i]);
-		k++;
-	}
+	for (size_t i = 0; i < w->nstreams; i++)
+		for (uint32_t c = 0; c < w->streams[i].ncols; c++, k++) {
+			if (grouped && k % SQLW_VIEW_GROUP == 0)
+				sb_add(b, "%sSELECT * FROM (\n", k ? ")\nUNION ALL\n" : "");
+			else if (k)
+				sb_add(b, "  UNION ALL\n");
+			arm(b, &w->streams[i], c);
+		}
 	sb_add(b, "%s;\n", grouped ? ")" : "");
 }
 
-static void arm_sample(struct sqlbuf *b, const struct sqlw_stream *ss)
+/* `sample`: the metric's id is a constant, so `metric_id = ?` skips every other arm before reading a row. */
+static void arm_sample(struct sqlbuf *b, const struct sqlw_stream *ss, uint32_t c)
 {
-	sb_add(b, "  SELECT m.id AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, ");
-	sb_value(b, ss->ncols);
-	sb_add(b, " AS value\n  FROM metric m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n", ss->id, ss->id);
+	sb_add(b, "  SELECT %" PRId64 " AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, x.v%u AS value\n"
+		  "  FROM samples_%u x\n",
+	       ss->metric0 + c, c, ss->id);
 }
 
-static void arm_sample_v(struct sqlbuf *b, const struct sqlw_stream *ss)
+/* `sample_v`: the metric's row first (one seek, where a filter on its names applies), then the samples. */
+static void arm_sample_v(struct sqlbuf *b, const struct sqlw_stream *ss, uint32_t c)
 {
-	sb_add(b, "  SELECT x.host_ns AS host_ns, x.ticks AS ticks, ");
-	sb_value(b, ss->ncols);
-	sb_add(b, " AS value, x.idx AS idx, m.metric_id AS metric_id, m.name AS name, m.unit AS unit,\n"
-		  "    m.type AS type, m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu,\n"
-		  "    m.gpu_id AS gpu_id, m.xcc AS xcc, m.device_name AS device_name, m.track AS track\n"
-		  "  FROM metric_v m CROSS JOIN samples_%u x WHERE m.stream_id = %u\n",
-	       ss->id, ss->id);
+	sb_add(b, "  SELECT x.host_ns AS host_ns, x.ticks AS ticks, x.v%u AS value, x.idx AS idx,\n"
+		  "    m.metric_id AS metric_id, m.name AS name, m.unit AS unit, m.type AS type,\n"
+		  "    m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu, m.gpu_id AS gpu_id, m.xcc AS xcc,\n"
+		  "    m.device_name AS device_name, m.track AS track\n"
+		  "  FROM metric_v m CROSS JOIN samples_%u x WHERE m.metric_id = %" PRId64 "\n",
+	       c, ss->id, ss->metric0 + c);
 }
 
 /*
  * The views `sample` (one row per metric and sample, the columns of schema
  * version 1's table) and `sample_v` (with the names), over every stream's
- * table: a UNION ALL with one arm per stream, each the stream's metrics
- * joined with its rows.  One arm per stream, not a join of `sample` with
- * `metric_v`, so that a filter on track, name or metric_id is pushed into
- * every arm (SQLite cannot push a join term into a compound view): the arms
- * of other streams find no metric and read no row, and the one that does
- * seeks its table's key.  Rebuilt whenever a stream is declared.
+ * table: a UNION ALL with one arm per metric.  Arms, not a join of `sample`
+ * with `metric_v`, so that a filter on track, name or metric_id is pushed
+ * into every arm (SQLite cannot push a join term into a compound view): the
+ * arms of other metrics read no row, and the one that matches seeks its
+ * table's key.  Rebuilt after streams are declared.
  */
 static int make_views(struct writer *w, char *err, size_t errlen)
 {
