@@ -212,6 +212,11 @@ int main(int argc, char **argv)
 	printf("cpu_per_msample_first10=%.3f\ncpu_per_msample_last10=%.3f\n",
 	       dec_samples[0] ? dec_cpu[0] / (dec_samples[0] / 1e6) : 0,
 	       dec_samples[9] ? dec_cpu[9] / (dec_samples[9] / 1e6) : 0);
+	/* the trend over the run, tenth by tenth: flat if the cost per row does not grow with the tables */
+	printf("cpu_per_msample_tenths=");
+	for (int d = 0; d < 10; d++)
+		printf("%s%.3f", d ? "," : "", dec_samples[d] ? dec_cpu[d] / (dec_samples[d] / 1e6) : 0);
+	printf("\n");
 	printf("samples_per_s=%.0f\ncells_per_s=%.0f\n", samples / wall_write, samples * (double)nc / wall_write);
 	printf("end_s=%.3f\nend_cpu_s=%.3f\n", end_wall, end_cpu);
 	printf("writer_cpu_s=%.3f\n", cpu);
