@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SQLite writer (collector/lib/writer.h, docs/formats/sqlite.md): one row per
- * (metric, sample) in a WITHOUT ROWID table keyed by (metric_id, host_ns,
- * idx), so a time-range query for one counter is a B-tree range seek.  The
- * schema is spmtap's own, not rocpd's; the documentation says why.
+ * SQLite writer (collector/lib/writer.h, docs/formats/sqlite.md), schema
+ * version 2: one row per sample with all its counters, in a WITHOUT ROWID
+ * table per stream keyed by (host_ns, idx).  Samples of a stream come in
+ * time order, so every insert appends at the right edge of its B-tree and
+ * the cost per sample does not grow with the recording; the key is the
+ * time index, so a time range is one seek and no index is kept per row.
+ * The views `sample` and `sample_v` give version 1's one row per (metric,
+ * sample).  The schema is spmtap's own, not rocpd's; the documentation
+ * says why.
  *
- * Streaming with bounded memory: prepared statements, a write-ahead log, and
+ * Streaming with bounded memory: prepared multi-row INSERTs (SQLW_INSERT_ROWS
+ * samples per statement step), a write-ahead log, and
  * a commit every SQLW_COMMIT_ROWS cells or SQLW_COMMIT_NS of wall time,
  * whichever comes first; SQLite's page cache is capped (SQLW_CACHE_KIB).
  * Every sqlite call is checked.  The first error is sticky: the transaction
