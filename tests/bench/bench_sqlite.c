@@ -4,13 +4,15 @@
  * decoded chunks as the session would feed it: XCC streams of an emulated
  * MI300X with a few counters, chunks of one stream after another, a flush
  * and the whole metadata every 500 ms of wall time (session_outputs.c), as
- * fast as the writer takes them for --seconds of wall time.  It prints the
+ * fast as the writer takes them for --seconds of wall time (or, with
+ * --emulated S, exactly S seconds of emulated samples, for a run that does
+ * the same work every time: deciles then by samples).  It prints the
  * writer's rate in the first and the last 10 % of the run (does it slow down
  * as the tables grow?) and the writer's CPU per GB of the SPM bytes those
  * samples stand for (--sample-bytes per sample per XCC: 384 for 4 counters
  * on gfx942, `spmtap plan`).  key=value lines; never fails on a timing.
  *
- *   build/bench/bench_sqlite [--seconds 10] [--xcc 8] [--cols 4] [--chunk 4096]
+ *   build/bench/bench_sqlite [--seconds 10 | --emulated S] [--xcc 8] [--cols 4] [--chunk 4096]
  *                            [--sample-bytes 384] [--dir DIR] [--keep]
  */
 #include <errno.h>
@@ -74,6 +76,7 @@ static off_t file_size(const char *p)
 int main(int argc, char **argv)
 {
 	double seconds = (double)arg_long(argc, argv, "--seconds", 10);
+	double emulated = (double)arg_long(argc, argv, "--emulated", 0);
 	uint32_t nx = (uint32_t)arg_long(argc, argv, "--xcc", 8);
 	uint32_t nc = (uint32_t)arg_long(argc, argv, "--cols", 4);
 	uint32_t chunk = (uint32_t)arg_long(argc, argv, "--chunk", 4096);
@@ -151,38 +154,43 @@ int main(int argc, char **argv)
 
 	/* Per 1/10 of the run: samples written (all XCCs) and the writer's CPU. */
 	uint64_t dec_samples[10] = { 0 };
-	double dec_cpu[10] = { 0 };
+	double dec_cpu[10] = { 0 }, dec_wall[10] = { 0 };
 	uint64_t samples = 0, idx = 0; /* idx: samples per stream so far */
-	double w0 = now_s(), next_meta = w0 + 0.5;
+	/* --emulated: this many samples per stream, whole chunks */
+	uint64_t want = emulated > 0 ? ((uint64_t)(emulated * 1e9 / (double)dt_ns) + chunk - 1) / chunk * chunk : 0;
+	double w0 = now_s(), next_meta = want ? 0.5 : w0 + 0.5;
 	const void *vptr[256];
 	for (uint32_t c = 0; c < nc; c++)
 		vptr[c] = vals[c];
 	for (;;) {
 		double now = now_s();
-		if (now - w0 >= seconds)
+		if (want ? idx >= want : now - w0 >= seconds)
 			break;
-		int dec = (int)((now - w0) / seconds * 10);
+		int dec = want ? (int)(idx * 10 / want) : (int)((now - w0) / seconds * 10);
 		if (dec > 9)
 			dec = 9;
 		for (uint32_t i = 0; i < chunk; i++) {
 			host[i] = t0_ns + (int64_t)(idx + i) * dt_ns;
 			ticks[i] = (idx + i) * 32768u;
 		}
-		double cs = thread_cpu_s();
+		double cs = thread_cpu_s(), ws = now;
 		for (uint32_t x = 0; x < nx; x++) {
 			struct series_chunk ch = { .stream = &st[x], .n = chunk, .host_ns = host, .ticks = ticks,
 						   .values = vptr };
 			if (ops->write(w, &ch, err, sizeof(err)))
 				die("write", err);
 		}
-		if (now >= next_meta) {
+		/* the session's flush and metadata every 500 ms: of wall time, or (--emulated) of emulated time */
+		double clock = want ? (double)(idx + chunk) * (double)dt_ns * 1e-9 : now;
+		if (clock >= next_meta) {
 			if (ops->flush(w, err, sizeof(err)) || ops->meta(w, metajson, err, sizeof(err)))
 				die("flush", err);
-			next_meta = now + 0.5;
+			next_meta = clock + 0.5;
 		}
 		double ce = thread_cpu_s() - cs;
 		cpu += ce;
 		dec_cpu[dec] += ce;
+		dec_wall[dec] += now_s() - ws;
 		dec_samples[dec] += (uint64_t)chunk * nx;
 		samples += (uint64_t)chunk * nx;
 		idx += chunk;
@@ -194,9 +202,10 @@ int main(int argc, char **argv)
 	double end_cpu = thread_cpu_s() - ce0, end_wall = now_s() - we0;
 	cpu += end_cpu;
 
-	double tenth = seconds / 10;
 	double spm_gb = (double)samples * sample_bytes / 1e9;
-	double first = dec_samples[0] / tenth, last = dec_samples[9] / tenth;
+	/* rates per tenth: the samples of that tenth over the wall time they took */
+	double first = dec_wall[0] > 0 ? dec_samples[0] / dec_wall[0] : 0;
+	double last = dec_wall[9] > 0 ? dec_samples[9] / dec_wall[9] : 0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	char fin[PATH_MAX + 16];
