@@ -10,8 +10,8 @@
  * sample).  The schema is spmtap's own, not rocpd's; the documentation
  * says why.
  *
- * Streaming with bounded memory: prepared multi-row INSERTs (SQLW_INSERT_ROWS
- * samples per statement step), a write-ahead log, and
+ * Streaming with bounded memory: one prepared INSERT … SELECT per chunk that
+ * reads the chunk's arrays through a virtual table, a write-ahead log, and
  * a commit every SQLW_COMMIT_ROWS cells or SQLW_COMMIT_NS of wall time,
  * whichever comes first; SQLite's page cache is capped (SQLW_CACHE_KIB).
  * Every sqlite call is checked.  The first error is sticky: the transaction
@@ -53,10 +53,6 @@
 #ifndef SQLW_CACHE_KIB
 #define SQLW_CACHE_KIB 16384
 #endif
-/* Rows per multi-row INSERT: one statement step for many samples (fewer bound variables if the limit says so). */
-#ifndef SQLW_INSERT_ROWS
-#define SQLW_INSERT_ROWS 256u
-#endif
 /* Columns of a stream: SQLite's default SQLITE_MAX_COLUMN (2000) less idx, host_ns and ticks. */
 #define SQLW_MAX_COLS 1990u
 #ifndef SQLW_PAGE_SIZE
@@ -75,16 +71,171 @@ struct sqlw_stream {
 	enum series_type *types;
 	int64_t metric0; /* metric.id of column 0; column c is metric0 + c */
 	int64_t next_idx; /* sample index within the stream */
-	/* INSERT of one row, and of `rows` rows at once (one step for many samples). */
-	sqlite3_stmt *ins1, *insn;
-	uint32_t rows;
+	/* INSERT INTO samples_<id> SELECT * FROM the chunk being written (struct chunk_src) */
+	sqlite3_stmt *ins;
+	struct chunk_src *src;
+};
+
+/*
+ * The chunk being written, as an eponymous virtual table (spmtap_chunk_<id>)
+ * that one INSERT … SELECT reads: SQLite takes the cells straight from the
+ * chunk's arrays, with no bound parameter per cell.
+ */
+struct chunk_src {
+	uint32_t ncols;
+	const enum series_type *types;
+	const struct series_chunk *c; /* set around each step */
+	int64_t idx0;                 /* idx of the chunk's first sample */
+};
+
+struct chunk_vtab {
+	sqlite3_vtab base;
+	struct chunk_src *src;
+};
+
+struct chunk_cur {
+	sqlite3_vtab_cursor base;
+	const struct chunk_src *src;
+	uint32_t i;
+};
+
+static int chunk_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **errp)
+{
+	(void)argc;
+	(void)argv;
+	(void)errp;
+	struct chunk_src *src = aux;
+	char decl[64 + 8 * SQLW_MAX_COLS];
+	size_t n = (size_t)snprintf(decl, sizeof(decl), "CREATE TABLE x(idx, host_ns, ticks");
+	for (uint32_t c = 0; c < src->ncols && n < sizeof(decl); c++)
+		n += (size_t)snprintf(decl + n, sizeof(decl) - n, ",v%u", c);
+	if (n + 2 >= sizeof(decl))
+		return SQLITE_TOOBIG;
+	snprintf(decl + n, sizeof(decl) - n, ")");
+	int rc = sqlite3_declare_vtab(db, decl);
+	if (rc != SQLITE_OK)
+		return rc;
+	struct chunk_vtab *v = sqlite3_malloc(sizeof(*v));
+	if (!v)
+		return SQLITE_NOMEM;
+	memset(v, 0, sizeof(*v));
+	v->src = src;
+	*out = &v->base;
+	return SQLITE_OK;
+}
+
+static int chunk_disconnect(sqlite3_vtab *v)
+{
+	sqlite3_free(v);
+	return SQLITE_OK;
+}
+
+static int chunk_best_index(sqlite3_vtab *v, sqlite3_index_info *info)
+{
+	(void)v;
+	info->estimatedCost = 4096;
+	info->estimatedRows = 4096;
+	return SQLITE_OK;
+}
+
+static int chunk_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out)
+{
+	struct chunk_cur *cur = sqlite3_malloc(sizeof(*cur));
+	if (!cur)
+		return SQLITE_NOMEM;
+	memset(cur, 0, sizeof(*cur));
+	cur->src = ((struct chunk_vtab *)v)->src;
+	*out = &cur->base;
+	return SQLITE_OK;
+}
+
+static int chunk_close(sqlite3_vtab_cursor *cur)
+{
+	sqlite3_free(cur);
+	return SQLITE_OK;
+}
+
+static int chunk_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv)
+{
+	(void)idxNum;
+	(void)idxStr;
+	(void)argc;
+	(void)argv;
+	((struct chunk_cur *)cur)->i = 0;
+	return SQLITE_OK;
+}
+
+static int chunk_next(sqlite3_vtab_cursor *cur)
+{
+	((struct chunk_cur *)cur)->i++;
+	return SQLITE_OK;
+}
+
+static int chunk_eof(sqlite3_vtab_cursor *cur)
+{
+	const struct chunk_cur *k = (const struct chunk_cur *)cur;
+	return !k->src->c || k->i >= k->src->c->n;
+}
+
+static int chunk_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
+{
+	const struct chunk_cur *k = (const struct chunk_cur *)cur;
+	const struct chunk_src *src = k->src;
+	const struct series_chunk *c = src->c;
+	uint32_t i = k->i;
+	if (col == 0)
+		sqlite3_result_int64(ctx, src->idx0 + i);
+	else if (col == 1)
+		sqlite3_result_int64(ctx, c->host_ns[i]);
+	else if (col == 2) {
+		if (c->ticks)
+			sqlite3_result_int64(ctx, (sqlite3_int64)c->ticks[i]);
+		else
+			sqlite3_result_null(ctx);
+	} else {
+		uint32_t v = (uint32_t)col - 3;
+		if (series_missing(c, v, i))
+			sqlite3_result_null(ctx);
+		else if (src->types[v] == SERIES_F64)
+			sqlite3_result_double(ctx, series_f64(c, v, i)); /* NaN: NULL */
+		else {
+			uint64_t x = series_u64(c, v, i);
+			/* Past INT64_MAX SQLite has no integer: the nearest REAL. */
+			if (x <= (uint64_t)INT64_MAX)
+				sqlite3_result_int64(ctx, (sqlite3_int64)x);
+			else
+				sqlite3_result_double(ctx, (double)x);
+		}
+	}
+	return SQLITE_OK;
+}
+
+static int chunk_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
+{
+	*rowid = ((const struct chunk_cur *)cur)->i;
+	return SQLITE_OK;
+}
+
+static const sqlite3_module chunk_module = {
+	.iVersion = 0,
+	.xCreate = NULL, /* eponymous only: no CREATE VIRTUAL TABLE, nothing in the file */
+	.xConnect = chunk_connect,
+	.xBestIndex = chunk_best_index,
+	.xDisconnect = chunk_disconnect,
+	.xDestroy = chunk_disconnect,
+	.xOpen = chunk_open,
+	.xClose = chunk_close,
+	.xFilter = chunk_filter,
+	.xNext = chunk_next,
+	.xEof = chunk_eof,
+	.xColumn = chunk_column,
+	.xRowid = chunk_rowid,
 };
 
 struct writer {
 	sqlite3 *db;
 	char *path;
 	sqlite3_stmt *ins_stream, *ins_metric, *ins_slice;
-	int max_vars; /* SQLITE_LIMIT_VARIABLE_NUMBER of this connection */
 	struct sqlw_stream *streams;
 	size_t nstreams, cap;
 	size_t last; /* index of the stream matched last */
@@ -362,8 +513,7 @@ static void free_writer(struct writer *w)
 		return;
 	/* finalize/close only report errors already reported by the calls before them */
 	for (size_t i = 0; i < w->nstreams; i++) {
-		sqlite3_finalize(w->streams[i].ins1);
-		sqlite3_finalize(w->streams[i].insn);
+		sqlite3_finalize(w->streams[i].ins);
 		free(w->streams[i].types);
 	}
 	sqlite3_finalize(w->ins_stream);
@@ -371,6 +521,8 @@ static void free_writer(struct writer *w)
 	sqlite3_finalize(w->ins_slice);
 	if (w->db)
 		sqlite3_close_v2(w->db);
+	for (size_t i = 0; i < w->nstreams; i++)
+		free(w->streams[i].src); /* after the connection: its module points at it */
 	free(w->streams);
 	free(w->path);
 	free(w);
@@ -555,7 +707,6 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	}
 	w->path = path;
 	w->next_metric = 1;
-	w->max_vars = 999; /* SQLite's default before 3.32; the real limit is read below */
 	int src = sqlite3_open_v2(path, &w->db,
 				  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
 					  SQLITE_OPEN_EXRESCODE,
@@ -565,7 +716,6 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 		free_writer(w);
 		return rc;
 	}
-	w->max_vars = sqlite3_limit(w->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
 	char pragmas[512];
 	snprintf(pragmas, sizeof(pragmas),
 		 "PRAGMA page_size=%d;"
@@ -670,26 +820,18 @@ static int make_stream_table(struct writer *w, struct sqlw_stream *ss, char *err
 	free(b.s);
 	if (rc)
 		return rc;
-	uint32_t per_row = 3 + ss->ncols;
-	ss->rows = w->max_vars > 0 ? (uint32_t)w->max_vars / per_row : 1;
-	if (ss->rows > SQLW_INSERT_ROWS)
-		ss->rows = SQLW_INSERT_ROWS;
-	if (ss->rows < 1)
-		ss->rows = 1;
-	for (int k = 0; k < 2 && !rc; k++) {
-		uint32_t rows = k ? ss->rows : 1;
-		memset(&b, 0, sizeof(b));
-		sb_add(&b, "INSERT INTO samples_%u VALUES ", ss->id);
-		for (uint32_t r = 0; r < rows; r++) {
-			sb_add(&b, "%s(?", r ? "," : "");
-			for (uint32_t c = 1; c < per_row; c++)
-				sb_add(&b, ",?");
-			sb_add(&b, ")");
-		}
-		rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
-			   : prepare(w, b.s, k ? &ss->insn : &ss->ins1, err, errlen);
-		free(b.s);
-	}
+	ss->src = calloc(1, sizeof(*ss->src));
+	if (!ss->src)
+		return fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path);
+	ss->src->ncols = ss->ncols;
+	ss->src->types = ss->types;
+	char name[48], sql[160];
+	snprintf(name, sizeof(name), "spmtap_chunk_%u", ss->id);
+	int mrc = sqlite3_create_module_v2(w->db, name, &chunk_module, ss->src, NULL);
+	if (mrc != SQLITE_OK)
+		return fail_sq(w, mrc, "registering the chunk table", err, errlen);
+	snprintf(sql, sizeof(sql), "INSERT INTO samples_%u SELECT * FROM %s", ss->id, name);
+	rc = prepare(w, sql, &ss->ins, err, errlen);
 	return rc;
 }
 
@@ -811,35 +953,6 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 	return rc ? rc : tx_begin(w, err, errlen);
 }
 
-/* Bind samples i .. i+rows-1 of c to st's rows (idx, host_ns, ticks, v0, v1, ...). */
-static int bind_rows(sqlite3_stmt *st, const struct sqlw_stream *ss, const struct series_chunk *c, uint32_t i,
-		     uint32_t rows)
-{
-	int p = 1;
-	for (uint32_t r = 0; r < rows; r++, i++) {
-		int b = sqlite3_bind_int64(st, p++, ss->next_idx + i);
-		if (b == SQLITE_OK)
-			b = sqlite3_bind_int64(st, p++, c->host_ns[i]);
-		if (b == SQLITE_OK)
-			b = c->ticks ? sqlite3_bind_int64(st, p++, (sqlite3_int64)c->ticks[i]) : sqlite3_bind_null(st, p++);
-		for (uint32_t col = 0; b == SQLITE_OK && col < ss->ncols; col++, p++) {
-			if (series_missing(c, col, i))
-				b = sqlite3_bind_null(st, p);
-			else if (ss->types[col] == SERIES_F64)
-				b = sqlite3_bind_double(st, p, series_f64(c, col, i)); /* NaN: NULL */
-			else {
-				uint64_t v = series_u64(c, col, i);
-				/* Past INT64_MAX SQLite has no integer: the nearest REAL. */
-				b = v <= (uint64_t)INT64_MAX ? sqlite3_bind_int64(st, p, (sqlite3_int64)v)
-							      : sqlite3_bind_double(st, p, (double)v);
-			}
-		}
-		if (b != SQLITE_OK)
-			return b;
-	}
-	return SQLITE_OK;
-}
-
 static int sqlw_write(struct writer *w, const struct series_chunk *c, char *err, size_t errlen)
 {
 	if (w->error)
@@ -864,25 +977,18 @@ static int sqlw_write(struct writer *w, const struct series_chunk *c, char *err,
 		rc = sync_views(w, err, errlen);
 	if (rc)
 		return rc;
-	/* Row by row, `rows` samples per statement step; the remainder one by one. */
-	uint32_t i = 0;
-	while (i < c->n) {
-		bool many = c->n - i >= ss->rows && ss->rows > 1;
-		sqlite3_stmt *st = many ? ss->insn : ss->ins1;
-		uint32_t rows = many ? ss->rows : 1;
-		int b = bind_rows(st, ss, c, i, rows);
-		if (b != SQLITE_OK)
-			return fail_sq(w, b, "binding a sample", err, errlen);
-		int s = sqlite3_step(st);
-		if (s != SQLITE_DONE) {
-			(void)sqlite3_reset(st);
-			return fail_sq(w, s, "writing samples", err, errlen);
-		}
-		s = sqlite3_reset(st);
-		if (s != SQLITE_OK)
-			return fail_sq(w, s, "writing samples", err, errlen);
-		i += rows;
+	/* One statement step for the whole chunk, read through its virtual table. */
+	ss->src->c = c;
+	ss->src->idx0 = ss->next_idx;
+	int st = sqlite3_step(ss->ins);
+	ss->src->c = NULL;
+	if (st != SQLITE_DONE) {
+		(void)sqlite3_reset(ss->ins);
+		return fail_sq(w, st, "writing samples", err, errlen);
 	}
+	st = sqlite3_reset(ss->ins);
+	if (st != SQLITE_OK)
+		return fail_sq(w, st, "writing samples", err, errlen);
 	ss->next_idx += c->n;
 	w->tx_rows += (uint64_t)c->n * (ss->ncols ? ss->ncols : 1);
 	return 0;
@@ -985,9 +1091,8 @@ static int sqlw_end(struct writer *w, char *err, size_t errlen)
 		}
 	}
 	for (size_t i = 0; i < w->nstreams; i++) {
-		sqlite3_finalize(w->streams[i].ins1);
-		sqlite3_finalize(w->streams[i].insn);
-		w->streams[i].ins1 = w->streams[i].insn = NULL;
+		sqlite3_finalize(w->streams[i].ins);
+		w->streams[i].ins = NULL;
 	}
 	sqlite3_finalize(w->ins_stream);
 	sqlite3_finalize(w->ins_metric);
