@@ -1613,6 +1613,20 @@ static void realistic(void)
 	free(p.p);
 }
 
+/* Integers at and past SA_INT_LIMIT (2^60): refused as out of range, without an overflow on the way. */
+static void parse_int_limit(void)
+{
+	int64_t v = 0;
+	CU_ASSERT_EQUAL(sa_parse_int("1152921504606846976", 19, &v), 0);
+	CU_ASSERT_EQUAL(v, SA_INT_LIMIT);
+	CU_ASSERT_EQUAL(sa_parse_int("-1152921504606846976", 20, &v), 0);
+	CU_ASSERT_EQUAL(v, -SA_INT_LIMIT);
+	CU_ASSERT_EQUAL(sa_parse_int("1152921504606846977", 19, &v), -ERANGE);
+	/* 922337203685477580 * 10 + 8 would pass INT64_MAX (found by fuzzing the SQLite reader) */
+	CU_ASSERT_EQUAL(sa_parse_int("9223372036854775808", 19, &v), -ERANGE);
+	CU_ASSERT_EQUAL(sa_parse_int("99999999999999999999999x", 24, &v), -EINVAL);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -1624,6 +1638,7 @@ int main(int argc, char **argv)
 		{ "trace/missing_cells", missing_cells, NULL },
 		{ "trace/in_memory", in_memory, NULL },
 		{ "trace/errors", trace_errors, NULL },
+		{ "trace/parse_int_limit", parse_int_limit, NULL },
 		{ "phases/errors", phases_errors, NULL },
 		{ "characterize/square_wave", characterize_square_wave, NULL },
 		{ "characterize/delay_rise_fall", delay_rise_fall, NULL },

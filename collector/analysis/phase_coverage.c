@@ -34,13 +34,13 @@ void pc_period_of(const struct rec_table *t, struct pc_period *p)
 		ticks = t->ticks && t->ticks[k] >= 0;
 	if (ticks) {
 		for (size_t k = 1; k < t->n; k++)
-			d[k - 1] = (double)(t->ticks[k] - t->ticks[k - 1]);
+			d[k - 1] = (double)t->ticks[k] - (double)t->ticks[k - 1];
 		p->ticks = sa_median(d, t->n - 1);
 		if (!(p->ticks > 0))
 			p->ticks = 0;
 	}
 	for (size_t k = 1; k < t->n; k++)
-		d[k - 1] = (double)(t->t_ns[k] - t->t_ns[k - 1]);
+		d[k - 1] = (double)t->t_ns[k] - (double)t->t_ns[k - 1]; /* a damaged file may hold any times */
 	p->ns = sa_median(d, t->n - 1);
 	if (!(p->ns > 0))
 		p->ns = 0;
@@ -72,7 +72,7 @@ static void add_stretch(struct pc_cover *c, int64_t a, int64_t b, long long slot
 /* Step k of t (k >= 1): in ticks when both samples have them, else in host ns. */
 static double step_of(const struct rec_table *t, bool ticks, size_t k)
 {
-	return ticks ? (double)(t->ticks[k] - t->ticks[k - 1]) : (double)(t->t_ns[k] - t->t_ns[k - 1]);
+	return ticks ? (double)t->ticks[k] - (double)t->ticks[k - 1] : (double)t->t_ns[k] - (double)t->t_ns[k - 1];
 }
 
 /* Median of steps [a, b) (at most LOCAL_STEPS of them); 0 without any. */

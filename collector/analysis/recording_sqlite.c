@@ -3,7 +3,9 @@
  * A recording read back from its SQLite file (docs/formats/sqlite.md) into
  * the same struct recording as its CSV files give: the metadata from the
  * meta key "recording_meta" (the whole NAME_meta.json), streams from the
- * stream, metric and sample tables, phases from slice.  Tables get the
+ * stream and metric tables and `sample` (schema version 1's table, or
+ * version 2's view over a table per stream: the same columns and order, so
+ * one query reads both), phases from slice.  Tables get the
  * columns the CSV files would have (per source, every stream's metric names
  * in stream order) so that both read back identically.  A file cut short or
  * damaged is an error naming it, never a crash; opened read-only, so a

@@ -50,10 +50,11 @@ int sa_parse_int(const char *p, size_t len, int64_t *out)
 	for (; i < len; i++) {
 		if (p[i] < '0' || p[i] > '9')
 			return -EINVAL;
-		if (!big)
+		/* past the limit before the multiplication overflows; keep checking the syntax */
+		if (!big && v > (SA_INT_LIMIT - (p[i] - '0')) / 10)
+			big = true;
+		else if (!big)
 			v = v * 10 + (p[i] - '0');
-		if (v > SA_INT_LIMIT)
-			big = true; /* keep checking the syntax; the value is lost anyway */
 	}
 	if (big)
 		return -ERANGE;

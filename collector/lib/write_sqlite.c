@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SQLite writer (collector/lib/writer.h, docs/formats/sqlite.md): one row per
- * (metric, sample) in a WITHOUT ROWID table keyed by (metric_id, host_ns,
- * idx), so a time-range query for one counter is a B-tree range seek.  The
- * schema is spmtap's own, not rocpd's; the documentation says why.
+ * SQLite writer (collector/lib/writer.h, docs/formats/sqlite.md), schema
+ * version 2: one row per sample with all its counters, in a WITHOUT ROWID
+ * table per stream keyed by (host_ns, idx).  Samples of a stream come in
+ * time order, so every insert appends at the right edge of its B-tree and
+ * the cost per sample does not grow with the recording; the key is the
+ * time index, so a time range is one seek and no index is kept per row.
+ * The views `sample` and `sample_v` give version 1's one row per (metric,
+ * sample).  The schema is spmtap's own, not rocpd's; the documentation
+ * says why.
  *
- * Streaming with bounded memory: prepared statements, a write-ahead log, and
+ * Streaming with bounded memory: one prepared INSERT … SELECT per chunk that
+ * reads the chunk's arrays through a virtual table, a write-ahead log, and
  * a commit every SQLW_COMMIT_ROWS cells or SQLW_COMMIT_NS of wall time,
  * whichever comes first; SQLite's page cache is capped (SQLW_CACHE_KIB).
  * Every sqlite call is checked.  The first error is sticky: the transaction
@@ -47,12 +53,14 @@
 #ifndef SQLW_CACHE_KIB
 #define SQLW_CACHE_KIB 16384
 #endif
+/* Columns of a stream: SQLite's default SQLITE_MAX_COLUMN (2000) less idx, host_ns and ticks. */
+#define SQLW_MAX_COLS 1990u
 #ifndef SQLW_PAGE_SIZE
 #define SQLW_PAGE_SIZE 16384
 #endif
 
 /* PRAGMA user_version: the schema version of docs/formats/sqlite.md. */
-#define SQLW_SCHEMA_VERSION 1
+#define SQLW_SCHEMA_VERSION 2
 /* PRAGMA application_id: "SPMT". */
 #define SQLW_APPLICATION_ID 0x53504d54
 
@@ -63,17 +71,177 @@ struct sqlw_stream {
 	enum series_type *types;
 	int64_t metric0; /* metric.id of column 0; column c is metric0 + c */
 	int64_t next_idx; /* sample index within the stream */
+	/* INSERT INTO samples_<id> SELECT * FROM the chunk being written (struct chunk_src) */
+	sqlite3_stmt *ins;
+	struct chunk_src *src;
+};
+
+/*
+ * The chunk being written, as an eponymous virtual table (spmtap_chunk_<id>)
+ * that one INSERT … SELECT reads: SQLite takes the cells straight from the
+ * chunk's arrays, with no bound parameter per cell.
+ */
+struct chunk_src {
+	uint32_t ncols;
+	const enum series_type *types;
+	const struct series_chunk *c; /* set around each step */
+	int64_t idx0;                 /* idx of the chunk's first sample */
+};
+
+struct chunk_vtab {
+	sqlite3_vtab base;
+	struct chunk_src *src;
+};
+
+struct chunk_cur {
+	sqlite3_vtab_cursor base;
+	const struct chunk_src *src;
+	uint32_t i;
+};
+
+static int chunk_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out, char **errp)
+{
+	(void)argc;
+	(void)argv;
+	(void)errp;
+	struct chunk_src *src = aux;
+	char decl[64 + 8 * SQLW_MAX_COLS];
+	size_t n = (size_t)snprintf(decl, sizeof(decl), "CREATE TABLE x(idx, host_ns, ticks");
+	for (uint32_t c = 0; c < src->ncols && n < sizeof(decl); c++)
+		n += (size_t)snprintf(decl + n, sizeof(decl) - n, ",v%u", c);
+	if (n + 2 >= sizeof(decl))
+		return SQLITE_TOOBIG;
+	snprintf(decl + n, sizeof(decl) - n, ")");
+	int rc = sqlite3_declare_vtab(db, decl);
+	if (rc != SQLITE_OK)
+		return rc;
+	struct chunk_vtab *v = sqlite3_malloc(sizeof(*v));
+	if (!v)
+		return SQLITE_NOMEM;
+	memset(v, 0, sizeof(*v));
+	v->src = src;
+	*out = &v->base;
+	return SQLITE_OK;
+}
+
+static int chunk_disconnect(sqlite3_vtab *v)
+{
+	sqlite3_free(v);
+	return SQLITE_OK;
+}
+
+static int chunk_best_index(sqlite3_vtab *v, sqlite3_index_info *info)
+{
+	(void)v;
+	info->estimatedCost = 4096;
+	info->estimatedRows = 4096;
+	return SQLITE_OK;
+}
+
+static int chunk_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out)
+{
+	struct chunk_cur *cur = sqlite3_malloc(sizeof(*cur));
+	if (!cur)
+		return SQLITE_NOMEM;
+	memset(cur, 0, sizeof(*cur));
+	cur->src = ((struct chunk_vtab *)v)->src;
+	*out = &cur->base;
+	return SQLITE_OK;
+}
+
+static int chunk_close(sqlite3_vtab_cursor *cur)
+{
+	sqlite3_free(cur);
+	return SQLITE_OK;
+}
+
+static int chunk_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc, sqlite3_value **argv)
+{
+	(void)idxNum;
+	(void)idxStr;
+	(void)argc;
+	(void)argv;
+	((struct chunk_cur *)cur)->i = 0;
+	return SQLITE_OK;
+}
+
+static int chunk_next(sqlite3_vtab_cursor *cur)
+{
+	((struct chunk_cur *)cur)->i++;
+	return SQLITE_OK;
+}
+
+static int chunk_eof(sqlite3_vtab_cursor *cur)
+{
+	const struct chunk_cur *k = (const struct chunk_cur *)cur;
+	return !k->src->c || k->i >= k->src->c->n;
+}
+
+static int chunk_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
+{
+	const struct chunk_cur *k = (const struct chunk_cur *)cur;
+	const struct chunk_src *src = k->src;
+	const struct series_chunk *c = src->c;
+	uint32_t i = k->i;
+	if (col == 0)
+		sqlite3_result_int64(ctx, src->idx0 + i);
+	else if (col == 1)
+		sqlite3_result_int64(ctx, c->host_ns[i]);
+	else if (col == 2) {
+		if (c->ticks)
+			sqlite3_result_int64(ctx, (sqlite3_int64)c->ticks[i]);
+		else
+			sqlite3_result_null(ctx);
+	} else {
+		uint32_t v = (uint32_t)col - 3;
+		if (series_missing(c, v, i))
+			sqlite3_result_null(ctx);
+		else if (src->types[v] == SERIES_F64)
+			sqlite3_result_double(ctx, series_f64(c, v, i)); /* NaN: NULL */
+		else {
+			uint64_t x = series_u64(c, v, i);
+			/* Past INT64_MAX SQLite has no integer: the nearest REAL. */
+			if (x <= (uint64_t)INT64_MAX)
+				sqlite3_result_int64(ctx, (sqlite3_int64)x);
+			else
+				sqlite3_result_double(ctx, (double)x);
+		}
+	}
+	return SQLITE_OK;
+}
+
+static int chunk_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
+{
+	*rowid = ((const struct chunk_cur *)cur)->i;
+	return SQLITE_OK;
+}
+
+static const sqlite3_module chunk_module = {
+	.iVersion = 0,
+	.xCreate = NULL, /* eponymous only: no CREATE VIRTUAL TABLE, nothing in the file */
+	.xConnect = chunk_connect,
+	.xBestIndex = chunk_best_index,
+	.xDisconnect = chunk_disconnect,
+	.xDestroy = chunk_disconnect,
+	.xOpen = chunk_open,
+	.xClose = chunk_close,
+	.xFilter = chunk_filter,
+	.xNext = chunk_next,
+	.xEof = chunk_eof,
+	.xColumn = chunk_column,
+	.xRowid = chunk_rowid,
 };
 
 struct writer {
 	sqlite3 *db;
 	char *path;
-	sqlite3_stmt *ins_sample, *ins_stream, *ins_metric, *ins_slice;
+	sqlite3_stmt *ins_stream, *ins_metric, *ins_slice;
 	struct sqlw_stream *streams;
 	size_t nstreams, cap;
 	size_t last; /* index of the stream matched last */
 	int64_t next_metric;
 	bool in_tx;
+	bool views_stale; /* a stream was declared since the views were last made */
 	uint64_t tx_rows;
 	int64_t tx_start_ns; /* CLOCK_MONOTONIC */
 	int error;           /* sticky -errno, 0 while healthy */
@@ -93,7 +261,8 @@ static const char schema_sql[] =
 	"  xcc INTEGER NOT NULL,\n"
 	"  device_name TEXT,\n"
 	"  tick_domain TEXT,\n"
-	"  ncols INTEGER NOT NULL\n"
+	"  ncols INTEGER NOT NULL,\n"
+	"  sample_table TEXT NOT NULL\n"
 	");\n"
 	"CREATE TABLE metric(\n"
 	"  id INTEGER PRIMARY KEY,\n"
@@ -107,15 +276,6 @@ static const char schema_sql[] =
 	");\n"
 	"CREATE INDEX metric_by_name ON metric(name, stream_id);\n"
 	"CREATE INDEX metric_by_track ON metric(track);\n"
-	/* value has no declared type: no affinity, so 412.0 stays REAL and 7 INTEGER. */
-	"CREATE TABLE sample(\n"
-	"  metric_id INTEGER NOT NULL REFERENCES metric(id),\n"
-	"  host_ns INTEGER NOT NULL,\n"
-	"  idx INTEGER NOT NULL,\n"
-	"  ticks INTEGER,\n"
-	"  value,\n"
-	"  PRIMARY KEY (metric_id, host_ns, idx)\n"
-	") WITHOUT ROWID;\n"
 	"CREATE TABLE slice(\n"
 	"  id INTEGER PRIMARY KEY,\n"
 	"  start_ns INTEGER NOT NULL,\n"
@@ -134,13 +294,6 @@ static const char schema_sql[] =
 	"         s.gpu_id AS gpu_id, s.xcc AS xcc, s.device_name AS device_name,\n"
 	"         s.tick_domain AS tick_domain, m.track AS track\n"
 	"  FROM metric m JOIN stream s ON s.id = m.stream_id;\n"
-	"CREATE VIEW sample_v AS\n"
-	"  SELECT x.host_ns AS host_ns, x.ticks AS ticks, x.value AS value, x.idx AS idx,\n"
-	"         m.metric_id AS metric_id, m.name AS name, m.unit AS unit, m.type AS type,\n"
-	"         m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu,\n"
-	"         m.gpu_id AS gpu_id, m.xcc AS xcc, m.device_name AS device_name,\n"
-	"         m.track AS track\n"
-	"  FROM sample x JOIN metric_v m ON m.metric_id = x.metric_id;\n"
 	"CREATE VIEW slice_v AS\n"
 	"  SELECT id, name, category, pid, track, depth, start_ns, end_ns, end_ns - start_ns AS dur_ns,\n"
 	"         (end_ns - start_ns) / 1e6 AS dur_ms\n"
@@ -359,14 +512,17 @@ static void free_writer(struct writer *w)
 	if (!w)
 		return;
 	/* finalize/close only report errors already reported by the calls before them */
-	sqlite3_finalize(w->ins_sample);
+	for (size_t i = 0; i < w->nstreams; i++) {
+		sqlite3_finalize(w->streams[i].ins);
+		free(w->streams[i].types);
+	}
 	sqlite3_finalize(w->ins_stream);
 	sqlite3_finalize(w->ins_metric);
 	sqlite3_finalize(w->ins_slice);
 	if (w->db)
 		sqlite3_close_v2(w->db);
 	for (size_t i = 0; i < w->nstreams; i++)
-		free(w->streams[i].types);
+		free(w->streams[i].src); /* after the connection: its module points at it */
 	free(w->streams);
 	free(w->path);
 	free(w);
@@ -406,6 +562,121 @@ static int remove_old(const char *path, char *err, size_t errlen)
 					     spmtap_strerror(errno));
 	}
 	return 0;
+}
+
+/* A growing SQL text; on failure it stays NULL-safe and says so with oom. */
+struct sqlbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_add(struct sqlbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sqlbuf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if (b->s && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t ncap = b->cap ? b->cap : 4096;
+		while (ncap <= b->len + (size_t)n)
+			ncap *= 2;
+		char *p = realloc(b->s, ncap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->s = p;
+		b->cap = ncap;
+	}
+}
+
+/*
+ * One view with an arm per metric (arm() writes the SELECT of stream ss's
+ * column c).  SQLite allows 500 arms in one compound SELECT
+ * (SQLITE_MAX_COMPOUND_SELECT), in the writer and in every reader: past
+ * SQLW_VIEW_GROUP metrics the arms go in groups, each a subquery in FROM,
+ * into which SQLite pushes the filters just the same.
+ */
+#define SQLW_VIEW_GROUP 256u
+static void sb_view(struct sqlbuf *b, const struct writer *w, const char *name, const char *empty,
+		    void (*arm)(struct sqlbuf *, const struct sqlw_stream *, uint32_t))
+{
+	size_t n = 0;
+	for (size_t i = 0; i < w->nstreams; i++)
+		n += w->streams[i].ncols;
+	sb_add(b, "CREATE VIEW %s AS\n", name);
+	if (!n) {
+		sb_add(b, "  %s;\n", empty);
+		return;
+	}
+	bool grouped = n > SQLW_VIEW_GROUP;
+	size_t k = 0;
+	for (size_t i = 0; i < w->nstreams; i++)
+		for (uint32_t c = 0; c < w->streams[i].ncols; c++, k++) {
+			if (grouped && k % SQLW_VIEW_GROUP == 0)
+				sb_add(b, "%sSELECT * FROM (\n", k ? ")\nUNION ALL\n" : "");
+			else if (k)
+				sb_add(b, "  UNION ALL\n");
+			arm(b, &w->streams[i], c);
+		}
+	sb_add(b, "%s;\n", grouped ? ")" : "");
+}
+
+/* `sample`: the metric's id is a constant, so `metric_id = ?` skips every other arm before reading a row. */
+static void arm_sample(struct sqlbuf *b, const struct sqlw_stream *ss, uint32_t c)
+{
+	sb_add(b, "  SELECT %" PRId64 " AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, x.v%u AS value\n"
+		  "  FROM samples_%u x\n",
+	       ss->metric0 + c, c, ss->id);
+}
+
+/* `sample_v`: the metric's row first (one seek, where a filter on its names applies), then the samples. */
+static void arm_sample_v(struct sqlbuf *b, const struct sqlw_stream *ss, uint32_t c)
+{
+	sb_add(b, "  SELECT x.host_ns AS host_ns, x.ticks AS ticks, x.v%u AS value, x.idx AS idx,\n"
+		  "    m.metric_id AS metric_id, m.name AS name, m.unit AS unit, m.type AS type,\n"
+		  "    m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu, m.gpu_id AS gpu_id, m.xcc AS xcc,\n"
+		  "    m.device_name AS device_name, m.track AS track\n"
+		  "  FROM metric_v m CROSS JOIN samples_%u x WHERE m.metric_id = %" PRId64 "\n",
+	       c, ss->id, ss->metric0 + c);
+}
+
+/*
+ * The views `sample` (one row per metric and sample, the columns of schema
+ * version 1's table) and `sample_v` (with the names), over every stream's
+ * table: a UNION ALL with one arm per metric.  Arms, not a join of `sample`
+ * with `metric_v`, so that a filter on track, name or metric_id is pushed
+ * into every arm (SQLite cannot push a join term into a compound view): the
+ * arms of other metrics read no row, and the one that matches seeks its
+ * table's key.  Rebuilt after streams are declared.
+ */
+static int make_views(struct writer *w, char *err, size_t errlen)
+{
+	struct sqlbuf b = { 0 };
+	sb_add(&b, "DROP VIEW IF EXISTS sample; DROP VIEW IF EXISTS sample_v;\n");
+	sb_view(&b, w, "sample",
+		"SELECT 0 AS metric_id, 0 AS host_ns, 0 AS idx, NULL AS ticks, NULL AS value WHERE 0", arm_sample);
+	sb_view(&b, w, "sample_v",
+		"SELECT 0 AS host_ns, NULL AS ticks, NULL AS value, 0 AS idx, 0 AS metric_id, NULL AS name, "
+		"NULL AS unit, NULL AS type, 0 AS stream_id, NULL AS source, 0 AS gpu, 0 AS gpu_id, 0 AS xcc, "
+		"NULL AS device_name, NULL AS track WHERE 0",
+		arm_sample_v);
+	int rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
+		       : exec(w, b.s, "creating the views", err, errlen);
+	free(b.s);
+	return rc;
 }
 
 static int sqlw_open(struct writer **out, const char *final, const struct writer_meta *meta, char *err,
@@ -485,19 +756,16 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 		rc = exec(w, schema_sql, "creating the schema", err, errlen);
 	}
 	if (!rc)
+		rc = make_views(w, err, errlen);
+	if (!rc)
 		rc = write_meta(w, meta, err, errlen);
 	/* The schema and metadata are committed at once: a file cut short still says what it is. */
 	if (!rc)
 		rc = tx_commit(w, err, errlen);
 	if (!rc)
 		rc = prepare(w,
-			     "INSERT INTO sample(metric_id, host_ns, idx, ticks, value) "
-			     "VALUES (?1, ?2, ?3, ?4, ?5)",
-			     &w->ins_sample, err, errlen);
-	if (!rc)
-		rc = prepare(w,
 			     "INSERT INTO stream(id, source, gpu, gpu_id, xcc, device_name, "
-			     "tick_domain, ncols) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			     "tick_domain, ncols, sample_table) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 			     &w->ins_stream, err, errlen);
 	if (!rc)
 		rc = prepare(w,
@@ -517,6 +785,54 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	}
 	*out = w;
 	return 0;
+}
+
+/* The views over every stream declared so far, in the open transaction. */
+static int sync_views(struct writer *w, char *err, size_t errlen)
+{
+	if (!w->views_stale)
+		return 0;
+	int rc = make_views(w, err, errlen);
+	if (!rc)
+		w->views_stale = false;
+	return rc;
+}
+
+/*
+ * The stream's own table, one row per sample with all its counters, keyed
+ * by time: (host_ns, idx) grows with every sample of a stream, so each
+ * insert appends at the right edge of the B-tree, and the cost per row stays
+ * the same however long the recording.  The key is the time index (a time
+ * range is one seek), there from the first row, also in a file cut short;
+ * idx keeps two samples with the same host_ns apart.
+ */
+static int make_stream_table(struct writer *w, struct sqlw_stream *ss, char *err, size_t errlen)
+{
+	struct sqlbuf b = { 0 };
+	/* value columns have no declared type: no affinity, so 412.0 stays REAL and 7 INTEGER */
+	sb_add(&b, "CREATE TABLE samples_%u(\n  idx INTEGER NOT NULL,\n  host_ns INTEGER NOT NULL,\n  ticks INTEGER",
+	       ss->id);
+	for (uint32_t c = 0; c < ss->ncols; c++)
+		sb_add(&b, ",\n  v%u", c);
+	sb_add(&b, ",\n  PRIMARY KEY (host_ns, idx)\n) WITHOUT ROWID");
+	int rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
+		       : exec(w, b.s, "creating a stream's table", err, errlen);
+	free(b.s);
+	if (rc)
+		return rc;
+	ss->src = calloc(1, sizeof(*ss->src));
+	if (!ss->src)
+		return fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path);
+	ss->src->ncols = ss->ncols;
+	ss->src->types = ss->types;
+	char name[48], sql[160];
+	snprintf(name, sizeof(name), "spmtap_chunk_%u", ss->id);
+	int mrc = sqlite3_create_module_v2(w->db, name, &chunk_module, ss->src, NULL);
+	if (mrc != SQLITE_OK)
+		return fail_sq(w, mrc, "registering the chunk table", err, errlen);
+	snprintf(sql, sizeof(sql), "INSERT INTO samples_%u SELECT * FROM %s", ss->id, name);
+	rc = prepare(w, sql, &ss->ins, err, errlen);
+	return rc;
 }
 
 static struct sqlw_stream *find_stream(struct writer *w, const struct series_stream *s)
@@ -541,6 +857,11 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 		if (w->streams[i].id == s->id)
 			return spmtap_seterr(err, errlen, EEXIST, "%s: stream %u declared twice", w->path,
 					     s->id);
+	/* A table has at most SQLITE_MAX_COLUMN (2000 by default) columns: idx, host_ns, ticks and ours. */
+	if (s->ncols > SQLW_MAX_COLS)
+		return spmtap_seterr(err, errlen, E2BIG,
+				     "%s: stream %u has %u columns, more than the %u a SQLite table can hold",
+				     w->path, s->id, s->ncols, SQLW_MAX_COLS);
 	for (uint32_t c = 0; c < s->ncols; c++)
 		if (s->cols[c].type != SERIES_U64 && s->cols[c].type != SERIES_F64)
 			return spmtap_seterr(err, errlen, EINVAL, "%s: stream %u column %u: unknown type %d",
@@ -585,6 +906,10 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 		b = bind_text(st, 7, s->tick_domain);
 	if (b == SQLITE_OK)
 		b = sqlite3_bind_int64(st, 8, s->ncols);
+	char table[32];
+	snprintf(table, sizeof(table), "samples_%u", s->id);
+	if (b == SQLITE_OK)
+		b = sqlite3_bind_text(st, 9, table, -1, SQLITE_TRANSIENT);
 	if (b != SQLITE_OK)
 		return fail_sq(w, b, "binding a stream", err, errlen);
 	rc = step_reset(w, st, "writing a stream", err, errlen);
@@ -616,8 +941,12 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 			return fail_sq(w, b, "binding a metric", err, errlen);
 		rc = step_reset(w, st, "writing a metric", err, errlen);
 	}
+	if (!rc)
+		rc = make_stream_table(w, ss, err, errlen);
 	if (rc)
 		return rc;
+	/* the views follow with the next write or flush: streams come together, views are made once */
+	w->views_stale = true;
 	w->next_metric += s->ncols;
 	/* Streams are few: commit their description at once, readers see it while recording. */
 	rc = tx_commit(w, err, errlen);
@@ -644,47 +973,24 @@ static int sqlw_write(struct writer *w, const struct series_chunk *c, char *err,
 			return spmtap_seterr(err, errlen, EINVAL, "%s: stream %u: column %u has no values",
 					     w->path, ss->id, col);
 	int rc = tx_maybe_commit(w, err, errlen);
+	if (!rc)
+		rc = sync_views(w, err, errlen);
 	if (rc)
 		return rc;
-	sqlite3_stmt *st = w->ins_sample;
-	/* Column by column: each metric's rows go to one place in the B-tree. */
-	for (uint32_t col = 0; col < ss->ncols; col++) {
-		int b = sqlite3_bind_int64(st, 1, ss->metric0 + col);
-		if (b != SQLITE_OK)
-			return fail_sq(w, b, "binding a sample", err, errlen);
-		for (uint32_t i = 0; i < c->n; i++) {
-			b = sqlite3_bind_int64(st, 2, c->host_ns[i]);
-			if (b == SQLITE_OK)
-				b = sqlite3_bind_int64(st, 3, ss->next_idx + i);
-			if (b == SQLITE_OK)
-				b = c->ticks ? sqlite3_bind_int64(st, 4, (sqlite3_int64)c->ticks[i])
-					     : sqlite3_bind_null(st, 4);
-			if (b == SQLITE_OK) {
-				if (series_missing(c, col, i))
-					b = sqlite3_bind_null(st, 5);
-				else if (ss->types[col] == SERIES_F64)
-					b = sqlite3_bind_double(st, 5, series_f64(c, col, i)); /* NaN: NULL */
-				else {
-					uint64_t v = series_u64(c, col, i);
-					/* Past INT64_MAX SQLite has no integer: the nearest REAL. */
-					b = v <= (uint64_t)INT64_MAX ? sqlite3_bind_int64(st, 5, (sqlite3_int64)v)
-								      : sqlite3_bind_double(st, 5, (double)v);
-				}
-			}
-			if (b != SQLITE_OK)
-				return fail_sq(w, b, "binding a sample", err, errlen);
-			int s = sqlite3_step(st);
-			if (s != SQLITE_DONE) {
-				(void)sqlite3_reset(st);
-				return fail_sq(w, s, "writing samples", err, errlen);
-			}
-			s = sqlite3_reset(st);
-			if (s != SQLITE_OK)
-				return fail_sq(w, s, "writing samples", err, errlen);
-		}
+	/* One statement step for the whole chunk, read through its virtual table. */
+	ss->src->c = c;
+	ss->src->idx0 = ss->next_idx;
+	int st = sqlite3_step(ss->ins);
+	ss->src->c = NULL;
+	if (st != SQLITE_DONE) {
+		(void)sqlite3_reset(ss->ins);
+		return fail_sq(w, st, "writing samples", err, errlen);
 	}
+	st = sqlite3_reset(ss->ins);
+	if (st != SQLITE_OK)
+		return fail_sq(w, st, "writing samples", err, errlen);
 	ss->next_idx += c->n;
-	w->tx_rows += (uint64_t)c->n * ss->ncols;
+	w->tx_rows += (uint64_t)c->n * (ss->ncols ? ss->ncols : 1);
 	return 0;
 }
 
@@ -738,7 +1044,9 @@ static int sqlw_flush(struct writer *w, char *err, size_t errlen)
 {
 	if (w->error)
 		return spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
-	int rc = tx_commit(w, err, errlen);
+	int rc = sync_views(w, err, errlen);
+	if (!rc)
+		rc = tx_commit(w, err, errlen);
 	return rc ? rc : tx_begin(w, err, errlen);
 }
 
@@ -761,7 +1069,9 @@ static int sqlw_end(struct writer *w, char *err, size_t errlen)
 	if (w->error) {
 		rc = spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
 	} else {
-		rc = tx_commit(w, err, errlen);
+		rc = sync_views(w, err, errlen);
+		if (!rc)
+			rc = tx_commit(w, err, errlen);
 		/*
 		 * Fold the log into the database: one self-contained file.  A
 		 * reader still open (sqlite3 on the live file) can keep that
@@ -780,11 +1090,14 @@ static int sqlw_end(struct writer *w, char *err, size_t errlen)
 						  errlen);
 		}
 	}
-	sqlite3_finalize(w->ins_sample);
+	for (size_t i = 0; i < w->nstreams; i++) {
+		sqlite3_finalize(w->streams[i].ins);
+		w->streams[i].ins = NULL;
+	}
 	sqlite3_finalize(w->ins_stream);
 	sqlite3_finalize(w->ins_metric);
 	sqlite3_finalize(w->ins_slice);
-	w->ins_sample = w->ins_stream = w->ins_metric = w->ins_slice = NULL;
+	w->ins_stream = w->ins_metric = w->ins_slice = NULL;
 	int crc = sqlite3_close(w->db);
 	if (crc == SQLITE_OK)
 		w->db = NULL;

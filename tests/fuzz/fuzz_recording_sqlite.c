@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for reading a SQLite recording back
- * (collector/analysis/recording_sqlite.c): a valid spmtap database, built
- * once, is damaged by the input (a length to cut it to, then byte patches)
- * and loaded as `spmtap report run.db` does.  Whatever loads must give a
+ * (collector/analysis/recording_sqlite.c): a valid spmtap database (schema
+ * version 2; tests/test_recording.c reads version 1), built once, is
+ * damaged by the input (a length to cut it to, then byte patches) and loaded as `spmtap report run.db` does.  Whatever loads must give a
  * sensor trace and counters per phase without crashing; whatever does not
  * must say why.  Random bytes would never form a SQLite file, so the input
  * edits one rather than being one.
@@ -25,27 +25,42 @@ static char dir[64];
 static unsigned char *seed;
 static size_t seedlen;
 
+/* Schema version 2 as write_sqlite.c makes it (a table per stream, the views over them), in 1 KiB pages. */
 static const char schema[] =
-	"PRAGMA page_size=1024; PRAGMA application_id=1397771604; PRAGMA user_version=1;"
+	"PRAGMA page_size=1024; PRAGMA application_id=1397771604; PRAGMA user_version=2;"
 	"CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
 	"CREATE TABLE stream(id INTEGER PRIMARY KEY, source TEXT NOT NULL, gpu INTEGER NOT NULL, gpu_id INTEGER NOT "
-	"NULL, xcc INTEGER NOT NULL, device_name TEXT, tick_domain TEXT, ncols INTEGER NOT NULL);"
+	"NULL, xcc INTEGER NOT NULL, device_name TEXT, tick_domain TEXT, ncols INTEGER NOT NULL, sample_table TEXT NOT "
+	"NULL);"
 	"CREATE TABLE metric(id INTEGER PRIMARY KEY, stream_id INTEGER NOT NULL, col INTEGER NOT NULL, name TEXT NOT "
 	"NULL, unit TEXT, type TEXT NOT NULL, track TEXT NOT NULL, UNIQUE (stream_id, col));"
-	"CREATE TABLE sample(metric_id INTEGER NOT NULL, host_ns INTEGER NOT NULL, idx INTEGER NOT NULL, ticks "
-	"INTEGER, value, PRIMARY KEY (metric_id, host_ns, idx)) WITHOUT ROWID;"
 	"CREATE TABLE slice(id INTEGER PRIMARY KEY, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, name TEXT, "
 	"track INTEGER NOT NULL, category TEXT NOT NULL, depth INTEGER NOT NULL, pid INTEGER NOT NULL);"
-	"INSERT INTO meta VALUES ('spm_clock_hz', 100000000.0), ('recording_meta', '{\"complete\": true, "
+	"CREATE TABLE samples_0(idx INTEGER NOT NULL, host_ns INTEGER NOT NULL, ticks INTEGER, v0, v1, "
+	"PRIMARY KEY (host_ns, idx)) WITHOUT ROWID;"
+	"CREATE TABLE samples_1(idx INTEGER NOT NULL, host_ns INTEGER NOT NULL, ticks INTEGER, v0, v1, "
+	"PRIMARY KEY (host_ns, idx)) WITHOUT ROWID;"
+	"CREATE VIEW sample AS"
+	"  SELECT m.id AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, "
+	"    CASE m.col WHEN 0 THEN x.v0 WHEN 1 THEN x.v1 END AS value"
+	"  FROM metric m CROSS JOIN samples_0 x WHERE m.stream_id = 0"
+	"  UNION ALL"
+	"  SELECT m.id AS metric_id, x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks, "
+	"    CASE m.col WHEN 0 THEN x.v0 WHEN 1 THEN x.v1 END AS value"
+	"  FROM metric m CROSS JOIN samples_1 x WHERE m.stream_id = 1;"
+	"INSERT INTO meta VALUES ('spm_clock_hz', 100000000.0), ('schema_version', 2), ('recording_meta', "
+	"'{\"complete\": true, "
 	"\"extra\": {\"streams\": [{\"source\": \"spm\", \"gpu\": 0, \"xcc\": 0, \"rows\": 200}, {\"source\": \"smi\", "
 	"\"gpu\": 0, \"xcc\": -1, \"rows\": 200}]}}');"
-	"INSERT INTO stream VALUES (0, 'spm', 0, 1, 0, 'x', 'spm_ticks', 2), (1, 'smi', 0, 1, -1, 'x', 'smu_10ns', 2);"
+	"INSERT INTO stream VALUES (0, 'spm', 0, 1, 0, 'x', 'spm_ticks', 2, 'samples_0'),"
+	"  (1, 'smi', 0, 1, -1, 'x', 'smu_10ns', 2, 'samples_1');"
 	"INSERT INTO metric VALUES (0, 0, 0, 'SQ_WAVES', 'count', 'u64', 't0'), (1, 0, 1, 'SQ_BUSY_CYCLES', 'count', "
 	"'u64', 't1'), (2, 1, 0, 'energy', 'J', 'f64', 't2'), (3, 1, 1, 'power_cur', 'W', 'f64', 't3');"
 	"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199)"
-	"  INSERT INTO sample SELECT m, 1000000 * i, i, 100 * i, CASE WHEN m < 2 THEN i * (m + 1) "
-	"  WHEN i % 7 = 3 THEN NULL ELSE 1.5 * i END FROM n, (SELECT 0 AS m UNION ALL SELECT 1 UNION ALL SELECT 2 "
-	"  UNION ALL SELECT 3);"
+	"  INSERT INTO samples_0 SELECT i, 1000000 * i, 100 * i, i, 2 * i FROM n;"
+	"WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199)"
+	"  INSERT INTO samples_1 SELECT i, 1000000 * i, 100 * i, CASE WHEN i % 7 = 3 THEN NULL ELSE 1.5 * i END,"
+	"  CASE WHEN i % 7 = 3 THEN NULL ELSE 1.5 * i END FROM n;"
 	"INSERT INTO slice VALUES (1, 0, 100000000, 'load', 0, 'file', 0, 0), (2, 100000000, 199000000, 'idle', 0, "
 	"'file', 0, 0);";
 
