@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -432,7 +433,17 @@ static void test_sigint(void)
 	const char *args[] = { "record", "--spm", "SQ_WAVES", "--device", "all", "-d", dir, "-o",
 			       "run", "-f", "csv,sqlite,perfetto", NULL };
 	pid_t pid = spawn(args, NULL, path("sig.err"), 0);
-	sleep(1);
+	/* SIGINT once rows are being written, not after a fixed second: on a loaded
+	 * 2-core machine the device setup alone can take longer, and a stop before
+	 * the first row is another case (test_stop). */
+	char part[4096];
+	snprintf(part, sizeof(part), "%s/run_spm.csv.part", dir);
+	for (int i = 0; i < 600; i++) {
+		struct stat sb;
+		if (stat(part, &sb) == 0 && sb.st_size > 4096)
+			break;
+		usleep(50000);
+	}
 	kill(pid, SIGINT);
 	int st = wait_status(pid);
 	CU_ASSERT_EQUAL(st, 0);
