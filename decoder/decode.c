@@ -624,7 +624,8 @@ static int plan_simd(struct dec *d, bool per_se)
 	uint32_t ng = 1 + (l->se_lines ? (per_se ? l->num_se : 1) : 0);
 	s->group = calloc(ng, sizeof(*s->group));
 	s->col = calloc(d->ncols ? d->ncols : 1, sizeof(*s->col));
-	if (!s->group || !s->col)
+	s->scratch = aligned_alloc(32, DEC_SIMD_SCRATCH);
+	if (!s->group || !s->col || !s->scratch)
 		return -ENOMEM;
 	uint32_t gbytes = l->global_lines * DEC_LINE_BYTES, seg = l->se_lines * DEC_LINE_BYTES;
 	for (uint32_t gi = 0; gi < ng; gi++) {
@@ -717,6 +718,7 @@ void dec_close(struct dec *d)
 	free(d->plan);
 	free(d->simd.group);
 	free(d->simd.col);
+	free(d->simd.scratch);
 	free(d->lay.counters);
 	free(d);
 }

@@ -77,7 +77,12 @@ struct dec_simd {
 	uint32_t ncols;
 	struct dec_simd_group *group;
 	struct dec_simd_col *col;
+	/* DEC_SIMD_SCRATCH bytes, 32-aligned: the transposed vectors of up to 64
+	 * samples of one group (decode_simd.c); the decoder is used by one thread
+	 * at a time. */
+	void *scratch;
 };
+#define DEC_SIMD_SCRATCH (8u * DEC_SIMD_MAX_PAIRS * 32u * 32u)
 
 /* True if this CPU runs the SIMD path (x86-64 with AVX2). */
 bool dec_simd_available(void);

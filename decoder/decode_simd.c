@@ -125,73 +125,102 @@ INLINE void group_rows(const struct dec_simd_group *g, const uint8_t *p, size_t 
 	}
 }
 
-/* One group, 8 samples at p, to chunk position pos (a multiple of 8 from the block start). */
-static TARGET void group8(const struct dec_simd *s, const struct dec_simd_group *g,
-			  const uint8_t *p, size_t sb, uint64_t *vals, uint64_t *sat,
-			  uint32_t pos, unsigned shift, uint64_t *nsat)
+/*
+ * One group over the first nsteps * 8 samples at p (nsteps <= 8, inside one
+ * bitmap word).  Phase 1, per 8 samples: rows summed over the SEs and
+ * transposed into T (one vector of 8 samples per slot).  Phase 2, per column:
+ * its values for all the steps widened and stored as one contiguous run of
+ * up to 64 u64, its saturation bits gathered in a register and OR'd into the
+ * bitmap once, counted once.  Column parameters are read once per call, not
+ * once per 8 samples, and no bitmap word is read and written per 8 samples.
+ */
+INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g,
+			const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
+			uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint32_t NSE)
 {
-	__m256i U[DEC_SIMD_MAX_PAIRS * 4][8];
-	/* The common SE counts get constant trip counts, so the SE loop unrolls. */
-	switch (g->nse) {
-	case 1: group_rows(g, p, sb, U, 1); break;
-	case 2: group_rows(g, p, sb, U, 2); break;
-	case 4: group_rows(g, p, sb, U, 4); break;
-	case 8: group_rows(g, p, sb, U, 8); break;
-	default: group_rows(g, p, sb, U, g->nse); break;
-	}
-	const __m256i *u = &U[0][0];
-	uint64_t *v = vals + pos, *sw = sat + pos / 64, n = 0;
+	const uint32_t per = g->npairs * 32; /* vectors per step in T */
+	__m256i *T = s->scratch;
+	for (uint32_t st = 0; st < nsteps; st++)
+		group_rows(g, p + (size_t)st * 8 * sb, sb, (__m256i(*)[8])(T + st * per), NSE);
 	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
 				  *end = sc + g->ncols;
+	const unsigned shift = pos & 63;
+	uint64_t n = 0, *sw = sat + pos / 64;
 	/* Branch-free, saturation included: a test per 8 values would be
 	 * mispredicted whenever saturation is not rare. */
 	for (; sc < wide; sc++) {
-		__m256i lo = u[sc->lo];
-		/* saturated lanes become all-ones; sums stay below 2^31 */
-		__m256i x = _mm256_or_si256(lo, _mm256_srai_epi32(lo, 31));
-		_mm256_storeu_si256((__m256i *)(v + sc->voff),
-				    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(x)));
-		_mm256_storeu_si256((__m256i *)(v + sc->voff + 4),
-				    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(x, 1)));
-		unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo));
-		sw[sc->soff] |= (uint64_t)bits << shift;
-		n += (uint64_t)__builtin_popcount(bits);
+		const __m256i *t = T + sc->lo;
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+		for (uint32_t st = 0; st < nsteps; st++, t += per, v += 8) {
+			__m256i lo = *t;
+			/* saturated lanes become all-ones; sums stay below 2^31 */
+			__m256i x = _mm256_or_si256(lo, _mm256_srai_epi32(lo, 31));
+			_mm256_storeu_si256((__m256i *)v,
+					    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(x)));
+			_mm256_storeu_si256((__m256i *)(v + 4),
+					    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(x, 1)));
+			acc |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo))
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
 	}
 	for (; sc < end; sc++) {
-		/* sum(lo + hi << 16) over SEs = sum(lo) + sum(hi) << 16; the low
-		 * halves carry no saturation, the high ones the pair's (bits 16..31,
-		 * so the sum is garbage there, and all-ones after the OR) */
-		__m256i lo = u[sc->lo], hi = u[sc->hi];
-		__m256i m = _mm256_srai_epi32(hi, 31);
-		__m256i a = _mm256_add_epi64(
-			_mm256_cvtepu32_epi64(_mm256_castsi256_si128(lo)),
-			_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(hi)), 16));
-		__m256i b = _mm256_add_epi64(
-			_mm256_cvtepu32_epi64(_mm256_extracti128_si256(lo, 1)),
-			_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(hi, 1)),
-					  16));
-		a = _mm256_or_si256(a, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m)));
-		b = _mm256_or_si256(b, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1)));
-		_mm256_storeu_si256((__m256i *)(v + sc->voff), a);
-		_mm256_storeu_si256((__m256i *)(v + sc->voff + 4), b);
-		unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
-		sw[sc->soff] |= (uint64_t)bits << shift;
-		n += (uint64_t)__builtin_popcount(bits);
+		const __m256i *tl = T + sc->lo, *th = T + sc->hi;
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+		for (uint32_t st = 0; st < nsteps; st++, tl += per, th += per, v += 8) {
+			/* sum(lo + hi << 16) over SEs = sum(lo) + sum(hi) << 16; the
+			 * low halves carry no saturation, the high ones the pair's
+			 * (bits 16..31, so the sum is garbage there, and all-ones
+			 * after the OR) */
+			__m256i lo = *tl, hi = *th;
+			__m256i m = _mm256_srai_epi32(hi, 31);
+			__m256i a = _mm256_add_epi64(
+				_mm256_cvtepu32_epi64(_mm256_castsi256_si128(lo)),
+				_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(hi)),
+						  16));
+			__m256i b = _mm256_add_epi64(
+				_mm256_cvtepu32_epi64(_mm256_extracti128_si256(lo, 1)),
+				_mm256_slli_epi64(
+					_mm256_cvtepu32_epi64(_mm256_extracti128_si256(hi, 1)), 16));
+			a = _mm256_or_si256(a, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m)));
+			b = _mm256_or_si256(b,
+					    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1)));
+			_mm256_storeu_si256((__m256i *)v, a);
+			_mm256_storeu_si256((__m256i *)(v + 4), b);
+			acc |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m))
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
 	}
 	*nsat += n;
+}
+
+static TARGET void group_block(const struct dec_simd *s, const struct dec_simd_group *g,
+			       const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
+			       uint64_t *sat, uint32_t pos, uint64_t *nsat)
+{
+	/* The common SE counts get constant trip counts, so the SE loop unrolls. */
+	switch (g->nse) {
+	case 1: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 1); break;
+	case 2: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 2); break;
+	case 4: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 4); break;
+	case 8: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 8); break;
+	default: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, g->nse); break;
+	}
 }
 
 TARGET uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb,
 			       uint32_t k, uint64_t *vals, uint64_t *sat, uint32_t pos,
 			       uint64_t *nsat)
 {
-	uint32_t j = 0;
-	for (; j + 8 <= k; j += 8) {
-		const uint8_t *q = p + (size_t)j * sb;
-		for (uint32_t gi = 0; gi < s->ngroups; gi++)
-			group8(s, &s->group[gi], q, sb, vals, sat, pos + j, (pos + j) & 63, nsat);
-	}
-	return j;
+	uint32_t nsteps = k / 8;
+	if (!nsteps)
+		return 0;
+	for (uint32_t gi = 0; gi < s->ngroups; gi++)
+		group_block(s, &s->group[gi], p, sb, nsteps, vals, sat, pos, nsat);
+	return nsteps * 8;
 }
 
 #else
