@@ -382,18 +382,23 @@ static int run(struct dec *d, struct dec_xcc *x, const uint8_t *p, uint32_t k, u
 		uint32_t a = scan_ts(d, x, q, m, &ev);
 		/* Ask for the next block now: the decode is fast enough to wait on
 		 * memory, and the hardware prefetchers alone (in a VM, with other
-		 * streams) leave it there; measured: 0.56x -> 0.85x memcpy. */
-		if (k - i > m) {
-			size_t ahead = (size_t)(k - i - m < m ? k - i - m : m) * d->sb;
+		 * streams) leave it there; measured: 0.56x -> 0.85x memcpy.  The
+		 * SIMD path spreads these over its work (decode_simd.c). */
+		size_t ahead = 0;
+		if (k - i > m)
+			ahead = (size_t)(k - i - m < m ? k - i - m : m) * d->sb;
+		if (!d->simd.ngroups || !a) {
 			for (size_t o = 0; o < ahead; o += 64)
 				__builtin_prefetch(q + (size_t)m * d->sb + o);
+			ahead = 0;
 		}
 		if (a) {
 			dec_decode_block(d->plan, d->ncols, q, d->sb, a, x->vals, x->sat,
 					 d->cstride, d->words, x->n, &x->st.saturated, false);
 			if (d->simd.ngroups) {
 				uint32_t s = dec_simd_block(&d->simd, q, d->sb, a, x->vals, x->sat,
-							    x->n, &x->st.saturated);
+							    x->n, &x->st.saturated,
+							    q + (size_t)m * d->sb, ahead);
 				if (s < a)
 					dec_decode_block(d->plan, d->ncols, q + (size_t)s * d->sb,
 							 d->sb, a - s, x->vals, x->sat, d->cstride,

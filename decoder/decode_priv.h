@@ -89,9 +89,11 @@ bool dec_simd_available(void);
 /*
  * The columns in `s` for the first k & ~7 of k samples (same contract as
  * dec_decode_block otherwise; the column offsets are in `s`); returns the
- * number of samples done.
+ * number of samples done.  The pflen bytes at pf (the next block) are
+ * prefetched on the way.
  */
 uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
-			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat);
+			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat,
+			const uint8_t *pf, size_t pflen);
 
 #endif

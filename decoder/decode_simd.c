@@ -136,12 +136,20 @@ INLINE void group_rows(const struct dec_simd_group *g, const uint8_t *p, size_t 
  */
 INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g,
 			const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
-			uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint32_t NSE)
+			uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
+			size_t pflen, const uint32_t NSE)
 {
 	const uint32_t per = g->npairs * 32; /* vectors per step in T */
 	__m256i *T = s->scratch;
-	for (uint32_t st = 0; st < nsteps; st++)
+	/* The prefetches for the next block go out a slice per step, between
+	 * the steps' arithmetic, so that memory and compute overlap; in one
+	 * burst they fill the load queue and the core waits for them. */
+	size_t slice = (pflen / nsteps + 63) & ~(size_t)63, o = 0;
+	for (uint32_t st = 0; st < nsteps; st++) {
+		for (size_t e = o + slice < pflen ? o + slice : pflen; o < e; o += 64)
+			__builtin_prefetch(pf + o);
 		group_rows(g, p + (size_t)st * 8 * sb, sb, (__m256i(*)[8])(T + st * per), NSE);
+	}
 	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
 				  *end = sc + g->ncols;
 	const unsigned shift = pos & 63;
@@ -199,27 +207,35 @@ INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g
 
 static TARGET void group_block(const struct dec_simd *s, const struct dec_simd_group *g,
 			       const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
-			       uint64_t *sat, uint32_t pos, uint64_t *nsat)
+			       uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
+			       size_t pflen)
 {
 	/* The common SE counts get constant trip counts, so the SE loop unrolls. */
 	switch (g->nse) {
-	case 1: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 1); break;
-	case 2: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 2); break;
-	case 4: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 4); break;
-	case 8: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, 8); break;
-	default: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, g->nse); break;
+	case 1: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 1); break;
+	case 2: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 2); break;
+	case 4: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 4); break;
+	case 8: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 8); break;
+	default:
+		group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, g->nse);
+		break;
 	}
 }
 
 TARGET uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb,
 			       uint32_t k, uint64_t *vals, uint64_t *sat, uint32_t pos,
-			       uint64_t *nsat)
+			       uint64_t *nsat, const uint8_t *pf, size_t pflen)
 {
 	uint32_t nsteps = k / 8;
-	if (!nsteps)
+	if (!nsteps) {
+		for (size_t o = 0; o < pflen; o += 64)
+			__builtin_prefetch(pf + o);
 		return 0;
+	}
+	/* The first group's steps carry the prefetches of the next block. */
 	for (uint32_t gi = 0; gi < s->ngroups; gi++)
-		group_block(s, &s->group[gi], p, sb, nsteps, vals, sat, pos, nsat);
+		group_block(s, &s->group[gi], p, sb, nsteps, vals, sat, pos, nsat, pf,
+			    gi ? 0 : pflen);
 	return nsteps * 8;
 }
 
@@ -231,9 +247,11 @@ bool dec_simd_available(void)
 }
 
 uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
-			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat)
+			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat,
+			const uint8_t *pf, size_t pflen)
 {
 	(void)s, (void)p, (void)sb, (void)k, (void)vals, (void)sat, (void)pos, (void)nsat;
+	(void)pf, (void)pflen;
 	return 0;
 }
 
