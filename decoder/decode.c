@@ -606,10 +606,16 @@ static bool simd_col(struct dec *d, struct dec_simd_group *g, uint32_t c, uint32
 	struct dec_simd_col *sc = &s->col[s->ncols++];
 	sc->voff = (size_t)c * d->cstride;
 	sc->soff = c * d->words;
-	sc->lo = (uint16_t)(q * 32 + blk * 8 + lane / 2);
+	if (g->u16) {
+		sc->lo = (uint16_t)((q * 2 + line % 2) * 8 + lane % 8);
+		sc->hi = (uint16_t)(sc->lo + 8); /* the odd line, same slot */
+		sc->half = (uint8_t)(lane / 8 * 3);
+	} else {
+		sc->lo = (uint16_t)(q * 32 + blk * 8 + lane / 2);
+		sc->hi = (uint16_t)(sc->lo + 16);
+	}
 	pp->blocks |= 1u << blk;
 	if (wide) {
-		sc->hi = (uint16_t)(sc->lo + 16);
 		pp->blocks |= 1u << (blk + 2);
 		pp->keep[lane] = 0;
 		pp->pairsel[lane] = 0xFFFF;
@@ -638,6 +644,7 @@ static int plan_simd(struct dec *d, bool per_se)
 		memset(g, 0, sizeof(*g));
 		g->base = gi == 0 ? 0 : gbytes + (per_se ? (gi - 1) * seg : 0);
 		g->nse = gi == 0 || per_se ? 1 : l->num_se;
+		g->u16 = g->nse == 1;
 		g->stride = seg;
 		g->col0 = s->ncols;
 		uint32_t lines = gi == 0 ? l->global_lines : l->se_lines;

@@ -63,13 +63,20 @@ struct dec_simd_group {
 	struct dec_simd_pair pair[DEC_SIMD_MAX_PAIRS];
 	uint32_t col0, ncols; /* its columns in dec_simd.col */
 	uint32_t nnarrow;     /* the first nnarrow of them are 16-bit counters */
+	/* nse == 1 (the global segment, or one SE for per-SE columns): nothing to
+	 * sum, so each used line of 8 samples is transposed as 16-bit slots
+	 * (24 shuffles per line) instead of split into even/odd u32 rows */
+	bool u16;
 };
 
 struct dec_simd_col {
 	size_t voff;     /* output column * cstride: where its values start */
 	uint32_t soff;   /* output column * words: where its bitmap starts */
 	uint16_t lo, hi; /* transposed vector of the low (only) / high half: pair * 32 +
-			  * block * 8 + slot / 2 */
+			  * block * 8 + slot / 2; in a u16 group, (pair * 2 + line % 2) * 8
+			  * + slot % 8 */
+	uint8_t half;    /* u16 group: bit 0: lo is in the upper 128 bits (slot % 16 >= 8),
+			  * bit 1: the same for hi */
 };
 
 struct dec_simd {

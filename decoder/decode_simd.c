@@ -205,11 +205,124 @@ INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g
 	*nsat += n;
 }
 
+/*
+ * 8 x 8 u16 transpose in each 128-bit half: out[j] = slot j of rows 0..7 in
+ * the low half, slot j + 8 in the high half.
+ */
+INLINE void transpose16(const __m256i r[8], __m256i out[8])
+{
+	__m256i a0 = _mm256_unpacklo_epi16(r[0], r[1]), a1 = _mm256_unpackhi_epi16(r[0], r[1]);
+	__m256i a2 = _mm256_unpacklo_epi16(r[2], r[3]), a3 = _mm256_unpackhi_epi16(r[2], r[3]);
+	__m256i a4 = _mm256_unpacklo_epi16(r[4], r[5]), a5 = _mm256_unpackhi_epi16(r[4], r[5]);
+	__m256i a6 = _mm256_unpacklo_epi16(r[6], r[7]), a7 = _mm256_unpackhi_epi16(r[6], r[7]);
+	__m256i b0 = _mm256_unpacklo_epi32(a0, a2), b1 = _mm256_unpackhi_epi32(a0, a2);
+	__m256i b2 = _mm256_unpacklo_epi32(a1, a3), b3 = _mm256_unpackhi_epi32(a1, a3);
+	__m256i b4 = _mm256_unpacklo_epi32(a4, a6), b5 = _mm256_unpackhi_epi32(a4, a6);
+	__m256i b6 = _mm256_unpacklo_epi32(a5, a7), b7 = _mm256_unpackhi_epi32(a5, a7);
+	out[0] = _mm256_unpacklo_epi64(b0, b4);
+	out[1] = _mm256_unpackhi_epi64(b0, b4);
+	out[2] = _mm256_unpacklo_epi64(b1, b5);
+	out[3] = _mm256_unpackhi_epi64(b1, b5);
+	out[4] = _mm256_unpacklo_epi64(b2, b6);
+	out[5] = _mm256_unpackhi_epi64(b2, b6);
+	out[6] = _mm256_unpacklo_epi64(b3, b7);
+	out[7] = _mm256_unpackhi_epi64(b3, b7);
+}
+
+INLINE __m128i half128(__m256i v, unsigned hi)
+{
+	return hi ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
+}
+
+/*
+ * group_steps for a group with nothing to sum (nse == 1): the used lines of
+ * 8 samples are transposed as u16 slots, and each column widens its 8 slots.
+ * A 16-bit value 0xFFFF, or a 32-bit one with both halves 0xFFFF, is
+ * saturated: DEC_SATURATED, as in decode_cols.c.
+ */
+INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group *g,
+			  const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
+			  uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
+			  size_t pflen)
+{
+	const uint32_t per = g->npairs * 16; /* vectors per step in T */
+	__m256i *T = s->scratch;
+	size_t slice = (pflen / nsteps + 63) & ~(size_t)63, o = 0;
+	for (uint32_t st = 0; st < nsteps; st++) {
+		for (size_t e = o + slice < pflen ? o + slice : pflen; o < e; o += 64)
+			__builtin_prefetch(pf + o);
+		const uint8_t *q0 = p + (size_t)st * 8 * sb + g->base;
+		for (uint32_t q = 0; q < g->npairs; q++) {
+			const struct dec_simd_pair *pp = &g->pair[q];
+			for (uint32_t l = 0; l < 2; l++) {
+				if (!(pp->blocks & (3u << (2 * l))))
+					continue;
+				__m256i r[8];
+				const uint8_t *a = q0 + pp->off + l * 32;
+				for (uint32_t i = 0; i < 8; i++)
+					r[i] = ld(a + i * sb);
+				transpose16(r, T + st * per + (q * 2 + l) * 8);
+			}
+		}
+	}
+	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
+				  *end = sc + g->ncols;
+	const unsigned shift = pos & 63;
+	const __m128i ones = _mm_set1_epi16(-1);
+	uint64_t n = 0, *sw = sat + pos / 64;
+	for (; sc < wide; sc++) {
+		const __m256i *t = T + sc->lo;
+		const unsigned hl = sc->half & 1;
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+		for (uint32_t st = 0; st < nsteps; st++, t += per, v += 8) {
+			__m128i h = half128(*t, hl), m = _mm_cmpeq_epi16(h, ones);
+			/* saturated lanes all-ones in u32, sign-extended to u64 */
+			__m256i x = _mm256_or_si256(_mm256_cvtepu16_epi32(h), _mm256_cvtepi16_epi32(m));
+			_mm256_storeu_si256((__m256i *)v,
+					    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(x)));
+			_mm256_storeu_si256((__m256i *)(v + 4),
+					    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(x, 1)));
+			acc |= (uint64_t)((unsigned)_mm_movemask_epi8(_mm_packs_epi16(m, m)) & 0xFF)
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
+	}
+	for (; sc < end; sc++) {
+		const __m256i *tl = T + sc->lo, *th = T + sc->hi;
+		const unsigned hl = sc->half & 1, hh = sc->half >> 1 & 1;
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+		for (uint32_t st = 0; st < nsteps; st++, tl += per, th += per, v += 8) {
+			__m128i l = half128(*tl, hl), h = half128(*th, hh);
+			__m128i x0 = _mm_unpacklo_epi16(l, h), x1 = _mm_unpackhi_epi16(l, h);
+			__m128i m0 = _mm_cmpeq_epi32(x0, _mm_set1_epi32(-1));
+			__m128i m1 = _mm_cmpeq_epi32(x1, _mm_set1_epi32(-1));
+			/* zero-extended values; a saturated one all-ones through the mask */
+			_mm256_storeu_si256((__m256i *)v,
+					    _mm256_or_si256(_mm256_cvtepu32_epi64(x0),
+							    _mm256_cvtepi32_epi64(m0)));
+			_mm256_storeu_si256((__m256i *)(v + 4),
+					    _mm256_or_si256(_mm256_cvtepu32_epi64(x1),
+							    _mm256_cvtepi32_epi64(m1)));
+			acc |= (uint64_t)(unsigned)(_mm_movemask_ps(_mm_castsi128_ps(m0)) |
+						    _mm_movemask_ps(_mm_castsi128_ps(m1)) << 4)
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
+	}
+	*nsat += n;
+}
+
 static TARGET void group_block(const struct dec_simd *s, const struct dec_simd_group *g,
 			       const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
 			       uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
 			       size_t pflen)
 {
+	if (g->u16) {
+		group_steps16(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen);
+		return;
+	}
 	/* The common SE counts get constant trip counts, so the SE loop unrolls. */
 	switch (g->nse) {
 	case 1: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 1); break;
