@@ -88,6 +88,21 @@ INLINE void rows8(const struct dec_simd_pair *pp, const uint8_t *seg, size_t sb,
 	}
 }
 
+/* Prefetch [*o, min(*o + slice, len)) of pf, 64 bytes at a time, four per turn. */
+INLINE void prefetch_slice(const uint8_t *pf, size_t *o, size_t slice, size_t len)
+{
+	size_t e = *o + slice < len ? *o + slice : len, i = *o;
+	for (; i + 256 <= e; i += 256) {
+		__builtin_prefetch(pf + i);
+		__builtin_prefetch(pf + i + 64);
+		__builtin_prefetch(pf + i + 128);
+		__builtin_prefetch(pf + i + 192);
+	}
+	for (; i < e; i += 64)
+		__builtin_prefetch(pf + i);
+	*o = i;
+}
+
 /* out[j][i] = r[i][j] for 8 x 8 u32. */
 INLINE void transpose8(const __m256i r[8], __m256i out[8])
 {
@@ -146,8 +161,7 @@ INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g
 	 * burst they fill the load queue and the core waits for them. */
 	size_t slice = (pflen / nsteps + 63) & ~(size_t)63, o = 0;
 	for (uint32_t st = 0; st < nsteps; st++) {
-		for (size_t e = o + slice < pflen ? o + slice : pflen; o < e; o += 64)
-			__builtin_prefetch(pf + o);
+		prefetch_slice(pf, &o, slice, pflen);
 		group_rows(g, p + (size_t)st * 8 * sb, sb, (__m256i(*)[8])(T + st * per), NSE);
 	}
 	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
@@ -229,11 +243,6 @@ INLINE void transpose16(const __m256i r[8], __m256i out[8])
 	out[7] = _mm256_unpackhi_epi64(b3, b7);
 }
 
-INLINE __m128i half128(__m256i v, unsigned hi)
-{
-	return hi ? _mm256_extracti128_si256(v, 1) : _mm256_castsi256_si128(v);
-}
-
 /*
  * group_steps for a group with nothing to sum (nse == 1): the used lines of
  * 8 samples are transposed as u16 slots, and each column widens its 8 slots.
@@ -249,8 +258,7 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 	__m256i *T = s->scratch;
 	size_t slice = (pflen / nsteps + 63) & ~(size_t)63, o = 0;
 	for (uint32_t st = 0; st < nsteps; st++) {
-		for (size_t e = o + slice < pflen ? o + slice : pflen; o < e; o += 64)
-			__builtin_prefetch(pf + o);
+		prefetch_slice(pf, &o, slice, pflen);
 		const uint8_t *q0 = p + (size_t)st * 8 * sb + g->base;
 		for (uint32_t q = 0; q < g->npairs; q++) {
 			const struct dec_simd_pair *pp = &g->pair[q];
@@ -268,32 +276,34 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
 				  *end = sc + g->ncols;
 	const unsigned shift = pos & 63;
-	const __m128i ones = _mm_set1_epi16(-1);
+	const __m256i ffff = _mm256_set1_epi32(0xFFFF);
 	uint64_t n = 0, *sw = sat + pos / 64;
 	for (; sc < wide; sc++) {
-		const __m256i *t = T + sc->lo;
-		const unsigned hl = sc->half & 1;
 		uint64_t *v = vals + sc->voff + pos, acc = 0;
-		for (uint32_t st = 0; st < nsteps; st++, t += per, v += 8) {
-			__m128i h = half128(*t, hl), m = _mm_cmpeq_epi16(h, ones);
+		/* the 128-bit half as a byte offset: one load, no per-step choice */
+		const uint8_t *tb = (const uint8_t *)(T + sc->lo) + (sc->half & 1) * 16;
+		for (uint32_t st = 0; st < nsteps; st++, tb += per * 32, v += 8) {
+			__m256i x = _mm256_cvtepu16_epi32(_mm_load_si128((const __m128i *)tb));
 			/* saturated lanes all-ones in u32, sign-extended to u64 */
-			__m256i x = _mm256_or_si256(_mm256_cvtepu16_epi32(h), _mm256_cvtepi16_epi32(m));
+			__m256i m = _mm256_cmpeq_epi32(x, ffff);
+			x = _mm256_or_si256(x, m);
 			_mm256_storeu_si256((__m256i *)v,
 					    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(x)));
 			_mm256_storeu_si256((__m256i *)(v + 4),
 					    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(x, 1)));
-			acc |= (uint64_t)((unsigned)_mm_movemask_epi8(_mm_packs_epi16(m, m)) & 0xFF)
+			acc |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m))
 			       << (8 * st);
 		}
 		sw[sc->soff] |= acc << shift;
 		n += (uint64_t)__builtin_popcountll(acc);
 	}
 	for (; sc < end; sc++) {
-		const __m256i *tl = T + sc->lo, *th = T + sc->hi;
-		const unsigned hl = sc->half & 1, hh = sc->half >> 1 & 1;
+		const uint8_t *tl = (const uint8_t *)(T + sc->lo) + (sc->half & 1) * 16;
+		const uint8_t *th = (const uint8_t *)(T + sc->hi) + (sc->half >> 1 & 1) * 16;
 		uint64_t *v = vals + sc->voff + pos, acc = 0;
-		for (uint32_t st = 0; st < nsteps; st++, tl += per, th += per, v += 8) {
-			__m128i l = half128(*tl, hl), h = half128(*th, hh);
+		for (uint32_t st = 0; st < nsteps; st++, tl += per * 32, th += per * 32, v += 8) {
+			__m128i l = _mm_load_si128((const __m128i *)tl);
+			__m128i h = _mm_load_si128((const __m128i *)th);
 			__m128i x0 = _mm_unpacklo_epi16(l, h), x1 = _mm_unpackhi_epi16(l, h);
 			__m128i m0 = _mm_cmpeq_epi32(x0, _mm_set1_epi32(-1));
 			__m128i m1 = _mm_cmpeq_epi32(x1, _mm_set1_epi32(-1));
