@@ -471,6 +471,8 @@ int main(int argc, char **argv)
 
 	printf("bench_decode: median of %d interleaved rounds, memcpy of the same bytes around "
 	       "each variant\n", reps);
+	/* The table first, then the key=value lines (tests/bench/run.sh) together. */
+	static double gbps[3][NV], xm[3][NV];
 	for (int i = 0; i < nc; i++) {
 		struct bcase *c = &bc[i];
 		const struct dec_layout *l = c->l;
@@ -485,31 +487,35 @@ int main(int argc, char **argv)
 			double ratio[MAX_REPS];
 			for (int r = 0; r < reps; r++)
 				ratio[r] = c->tm[r] / c->t[v][r];
-			double g = gb / median(c->t[v], reps), x = median(ratio, reps);
-			printf("    %-27s %6.2f GB/s  %.2fx memcpy\n", VNAME[v], g, x);
-			if (nfiles && v == V_DEC)
-				printf("decode_gbps=%.3f\n", g);
-			if (nfiles) {
-				printf("%s_gbps=%.3f\n", VKEY[v], g);
-				if (v)
-					printf("%s_x_memcpy=%.3f\n", VKEY[v], x);
-			} else {
-				printf("decode_%s_%s_gbps=%.3f\n", c->key, VKEY[v], g);
-				if (v)
-					printf("decode_%s_%s_x_memcpy=%.3f\n", c->key, VKEY[v], x);
-			}
+			gbps[i][v] = gb / median(c->t[v], reps);
+			xm[i][v] = median(ratio, reps);
+			printf("    %-27s %6.2f GB/s  %.2fx memcpy\n", VNAME[v], gbps[i][v], xm[i][v]);
 		}
-		if (on[V_DEC]) {
-			const struct dec_stats *s = &c->st;
+		if (on[V_DEC])
 			printf("    decoded %llu samples, %llu saturated cells, %llu corrupt, %llu "
-			       "resyncs, %llu gaps\n", (unsigned long long)s->samples,
-			       (unsigned long long)s->saturated, (unsigned long long)s->corrupt_events,
-			       (unsigned long long)s->resyncs, (unsigned long long)s->gaps);
-			const char *p = nfiles ? "" : c->key, *u = nfiles ? "" : "_";
-			printf("decode_%s%ssamples=%llu\ndecode_%s%scorrupt=%llu\n", p, u,
-			       (unsigned long long)s->samples, p, u,
-			       (unsigned long long)s->corrupt_events);
+			       "resyncs, %llu gaps\n", (unsigned long long)c->st.samples,
+			       (unsigned long long)c->st.saturated,
+			       (unsigned long long)c->st.corrupt_events,
+			       (unsigned long long)c->st.resyncs, (unsigned long long)c->st.gaps);
+	}
+	for (int i = 0; i < nc; i++) {
+		struct bcase *c = &bc[i];
+		/* files: decode_gbps=, decode_x_memcpy=, loop_x_memcpy=, ...;
+		 * built-in: decode_<case>_dec_gbps=, decode_<case>_loop_x_memcpy=, ... */
+		char pre[64];
+		snprintf(pre, sizeof(pre), "decode_%s_", c->key);
+		for (int v = 0; v < NV; v++) {
+			if (!on[v])
+				continue;
+			const char *k = nfiles && v == V_DEC ? "decode" : VKEY[v];
+			printf("%s%s_gbps=%.3f\n", nfiles ? "" : pre, k, gbps[i][v]);
+			if (v != V_MEMCPY)
+				printf("%s%s_x_memcpy=%.3f\n", nfiles ? "" : pre, k, xm[i][v]);
 		}
+		if (on[V_DEC])
+			printf("%ssamples=%llu\n%scorrupt=%llu\n", nfiles ? "decode_" : pre,
+			       (unsigned long long)c->st.samples, nfiles ? "decode_" : pre,
+			       (unsigned long long)c->st.corrupt_events);
 	}
 	printf("decode_rounds=%d\n(check %llu)\n", reps, (unsigned long long)(sink_sum & 0xFF));
 	for (int i = 0; i < nc; i++) {
