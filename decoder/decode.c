@@ -625,6 +625,61 @@ static bool simd_col(struct dec *d, struct dec_simd_group *g, uint32_t c, uint32
 	return true;
 }
 
+/*
+ * Pack the pairs of a summing group where each line's used slots sit in one
+ * 16-byte half (decode_priv.h), and move its columns' vectors to the packed
+ * numbering: pair * 32 + (slot % 2) * 8 + line * 4 + (slot % 8) / 2.
+ */
+static void pack_pairs(struct dec_simd *s, struct dec_simd_group *g)
+{
+	for (uint32_t q = 0; q < g->npairs; q++) {
+		struct dec_simd_pair *pp = &g->pair[q];
+		uint32_t used[2] = {0, 0};
+		bool wide = false;
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			const struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 32 != q)
+				continue;
+			uint32_t blk = sc->lo % 32 / 8, lane = sc->lo % 8 * 2 + blk % 2;
+			used[blk / 2] |= 1u << lane;
+			if (i >= g->col0 + g->nnarrow)
+				used[1] |= 1u << lane, wide = true;
+		}
+		uint32_t half[2];
+		bool ok = pp->two;
+		for (uint32_t l = 0; l < 2; l++) {
+			half[l] = used[l] & 0xFF00u ? 1 : 0;
+			ok &= !(used[l] & 0xFF00u) || !(used[l] & 0x00FFu);
+		}
+		if (!ok || (wide && used[0] && used[1] && half[0] != half[1]))
+			continue;
+		if (wide)
+			half[1] = half[0] = used[0] ? half[0] : half[1];
+		uint16_t keep[16], sel[16];
+		for (uint32_t k = 0; k < 8; k++) {
+			keep[k] = pp->keep[half[0] * 8 + k];
+			sel[k] = 0;
+			keep[8 + k] = 0xFFFF;
+			sel[8 + k] = pp->pairsel[half[1] * 8 + k];
+		}
+		memcpy(pp->keep, keep, sizeof(keep));
+		memcpy(pp->pairsel, sel, sizeof(sel));
+		pp->packed = true;
+		pp->wide = wide;
+		pp->hoff[0] = half[0] * 16;
+		pp->hoff[1] = half[1] * 16;
+		pp->blocks = 3;
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 32 != q)
+				continue;
+			uint32_t blk = sc->lo % 32 / 8, lane = sc->lo % 8 * 2 + blk % 2;
+			sc->lo = (uint16_t)(q * 32 + lane % 2 * 8 + blk / 2 * 4 + lane % 8 / 2);
+			sc->hi = (uint16_t)(sc->lo + 4);
+		}
+	}
+}
+
 /* Hand the columns the SIMD path can serve to it (decode_priv.h). */
 static int plan_simd(struct dec *d, bool per_se)
 {
@@ -657,6 +712,8 @@ static int plan_simd(struct dec *d, bool per_se)
 				if (simd_col(d, g, c, lines))
 					g->nnarrow += !pass;
 			}
+		if (!g->u16)
+			pack_pairs(s, g);
 		if (g->ncols)
 			s->ngroups++;
 	}

@@ -53,6 +53,18 @@ struct dec_simd_pair {
 			       * the low halves of 32-bit counters */
 	uint16_t pairsel[16]; /* line 1 lanes that are high halves of 32-bit counters: they
 			       * take "both halves all-ones in one SE" as saturation */
+	/*
+	 * Packed (sums only): every used slot of each line is in one 16-byte half
+	 * (aqlprofile's layouts with up to 8 counters per parity and segment), so
+	 * one vector carries line 0's half and line 1's half, and 2 row blocks
+	 * (even, odd slots) instead of 4 are summed and transposed.  keep and
+	 * pairsel are then in packed lane order (lanes 0..7: line 0, 8..15: line
+	 * 1); with 32-bit counters both halves are at the same offset, so a lane
+	 * meets its partner in the other 128-bit half.
+	 */
+	bool packed;
+	bool wide;            /* a 32-bit counter lives here: track the pairs' saturation */
+	uint32_t hoff[2];     /* packed: byte offset (0 or 16) of the used half of each line */
 };
 
 struct dec_simd_group {

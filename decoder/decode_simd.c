@@ -124,12 +124,65 @@ INLINE void transpose8(const __m256i r[8], __m256i out[8])
 	out[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
+INLINE __m256i ld2(const uint8_t *lo, const uint8_t *hi)
+{
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+				       _mm_loadu_si128((const __m128i *)hi), 1);
+}
+
+/*
+ * rows8 for a packed pair: one vector per SE holds line 0's used half (lanes
+ * 0..7) and line 1's (8..15); R[0] gets the even slots, R[1] the odd ones.
+ * W: 32-bit counters here; the partner of a lane is the same lane of the
+ * other 128-bit half.
+ */
+INLINE void rows8p(const struct dec_simd_pair *pp, const uint8_t *seg, size_t sb,
+		   uint32_t stride, __m256i R[4][8], const uint32_t NSE, const bool W)
+{
+	const __m256i ones = _mm256_set1_epi16(-1), hi16 = _mm256_set1_epi32((int)0xFFFF0000u);
+	const __m256i keep = ld(pp->keep), sel = ld(pp->pairsel);
+	const uint32_t o0 = pp->off + pp->hoff[0], o1 = pp->off + 32 + pp->hoff[1];
+#pragma GCC unroll 8
+	for (uint32_t i = 0; i < 8; i++) {
+		const uint8_t *q = seg + i * sb;
+		__m256i v = ld2(q + o0, q + o1);
+		__m256i x = v, o = _mm256_srli_epi32(v, 16), m = v, mp = v;
+		if (W)
+			mp = _mm256_min_epu16(v, _mm256_permute2x128_si256(v, v, 0x01));
+#pragma GCC unroll 8
+		for (uint32_t j = 1; j < NSE; j++) {
+			v = ld2(q + (size_t)j * stride + o0, q + (size_t)j * stride + o1);
+			x = _mm256_add_epi32(x, v);
+			o = _mm256_add_epi32(o, _mm256_srli_epi32(v, 16));
+			m = _mm256_max_epu16(m, v);
+			if (W)
+				mp = _mm256_max_epu16(
+					mp, _mm256_min_epu16(v, _mm256_permute2x128_si256(v, v, 0x01)));
+		}
+		__m256i sm = _mm256_and_si256(_mm256_cmpeq_epi16(m, ones), keep);
+		if (W)
+			sm = _mm256_blendv_epi8(sm, _mm256_cmpeq_epi16(mp, ones), sel);
+		__m256i e = _mm256_sub_epi32(x, _mm256_slli_epi32(o, 16));
+		R[0][i] = _mm256_or_si256(e, _mm256_slli_epi32(sm, 16));
+		R[1][i] = _mm256_or_si256(o, _mm256_and_si256(sm, hi16));
+	}
+}
+
 INLINE void group_rows(const struct dec_simd_group *g, const uint8_t *p, size_t sb,
 		       __m256i U[][8], const uint32_t NSE)
 {
 	__m256i R[4][8];
 	for (uint32_t q = 0; q < g->npairs; q++) {
 		const struct dec_simd_pair *pp = &g->pair[q];
+		if (pp->packed) {
+			if (pp->wide)
+				rows8p(pp, p + g->base, sb, g->stride, R, NSE, true);
+			else
+				rows8p(pp, p + g->base, sb, g->stride, R, NSE, false);
+			transpose8(R[0], U[q * 4]);
+			transpose8(R[1], U[q * 4 + 1]);
+			continue;
+		}
 		if (pp->two)
 			rows8(pp, p + g->base, sb, g->stride, R, NSE, true);
 		else
