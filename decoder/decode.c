@@ -680,6 +680,45 @@ static void pack_pairs(struct dec_simd *s, struct dec_simd_group *g)
 	}
 }
 
+/*
+ * The same for a group with nothing to sum (u16): a packed pair's 8 rows are
+ * line 0's used half and line 1's, one 16-bit transpose instead of two; a
+ * column's vector is pair * 16 + slot % 8, its 128-bit half the line.
+ */
+static void pack_pairs16(struct dec_simd *s, struct dec_simd_group *g)
+{
+	for (uint32_t q = 0; q < g->npairs; q++) {
+		struct dec_simd_pair *pp = &g->pair[q];
+		uint32_t used[2] = {0, 0};
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			const struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 16 != q)
+				continue;
+			uint32_t line = sc->lo % 16 / 8, lane = sc->lo % 8 + (sc->half & 1) * 8;
+			used[line] |= 1u << lane;
+			if (i >= g->col0 + g->nnarrow)
+				used[1] |= 1u << lane;
+		}
+		bool ok = pp->two;
+		for (uint32_t l = 0; l < 2; l++)
+			ok &= !(used[l] & 0xFF00u) || !(used[l] & 0x00FFu);
+		if (!ok)
+			continue;
+		pp->packed = true;
+		pp->hoff[0] = used[0] & 0xFF00u ? 16 : 0;
+		pp->hoff[1] = used[1] & 0xFF00u ? 16 : 0;
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 16 != q)
+				continue;
+			uint32_t line = sc->lo % 16 / 8;
+			sc->lo = (uint16_t)(q * 16 + sc->lo % 8);
+			sc->hi = sc->lo;
+			sc->half = (uint8_t)(line | 2); /* hi: line 1, the upper half */
+		}
+	}
+}
+
 /* Hand the columns the SIMD path can serve to it (decode_priv.h). */
 static int plan_simd(struct dec *d, bool per_se)
 {
@@ -712,7 +751,9 @@ static int plan_simd(struct dec *d, bool per_se)
 				if (simd_col(d, g, c, lines))
 					g->nnarrow += !pass;
 			}
-		if (!g->u16)
+		if (g->u16)
+			pack_pairs16(s, g);
+		else
 			pack_pairs(s, g);
 		if (g->ncols)
 			s->ngroups++;

@@ -315,6 +315,14 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 		const uint8_t *q0 = p + (size_t)st * 8 * sb + g->base;
 		for (uint32_t q = 0; q < g->npairs; q++) {
 			const struct dec_simd_pair *pp = &g->pair[q];
+			if (pp->packed) {
+				__m256i r[8];
+				const uint8_t *a = q0 + pp->off;
+				for (uint32_t i = 0; i < 8; i++)
+					r[i] = ld2(a + i * sb + pp->hoff[0], a + i * sb + 32 + pp->hoff[1]);
+				transpose16(r, T + st * per + q * 16);
+				continue;
+			}
 			for (uint32_t l = 0; l < 2; l++) {
 				if (!(pp->blocks & (3u << (2 * l))))
 					continue;
