@@ -77,6 +77,7 @@ struct dec {
 	uint32_t words; /* bitmap words per column */
 	uint32_t cstride; /* u64s from one column's values to the next: cap + COL_PAD */
 	uint32_t ncols;
+	uint32_t nscalar; /* columns the SIMD path does not serve */
 	uint32_t sb;    /* sample bytes */
 	uint32_t pbcap; /* pending buffer: a hunt window plus one sample */
 	struct dec_column *cols;
@@ -291,10 +292,16 @@ static bool steady_ts(const struct dec *d, struct dec_xcc *x, const uint8_t *p, 
 	}
 	if (__builtin_expect(bad != 0, 0))
 		return false;
-	uint64_t prev = x->last_ts, nd = x->ndeltas;
-	for (uint32_t i = 0; i < j; i++) {
-		x->win[(nd + i) % 64] = ts[i] - prev;
-		prev = ts[i];
+	/* The window is read only by refresh_median, which from here on runs at
+	 * the next multiple of 1024 deltas: only the last 64 before it count. */
+	uint64_t nd = x->ndeltas, next = (nd / 1024 + 1) * 1024;
+	uint32_t from = next - nd > 64 ? (uint32_t)(next - nd - 64) : 0;
+	if (from < j) {
+		uint64_t prev = from ? ts[from - 1] : x->last_ts;
+		for (uint32_t i = from; i < j; i++) {
+			x->win[(nd + i) % 64] = ts[i] - prev;
+			prev = ts[i];
+		}
 	}
 	x->ndeltas = nd + j;
 	x->last_ts = last;
@@ -393,8 +400,10 @@ static int run(struct dec *d, struct dec_xcc *x, const uint8_t *p, uint32_t k, u
 			ahead = 0;
 		}
 		if (a) {
-			dec_decode_block(d->plan, d->ncols, q, d->sb, a, x->vals, x->sat,
-					 d->cstride, d->words, x->n, &x->st.saturated, false);
+			if (d->nscalar)
+				dec_decode_block(d->plan, d->ncols, q, d->sb, a, x->vals, x->sat,
+						 d->cstride, d->words, x->n, &x->st.saturated,
+						 false);
 			if (d->simd.ngroups) {
 				uint32_t s = dec_simd_block(&d->simd, q, d->sb, a, x->vals, x->sat,
 							    x->n, &x->st.saturated,
@@ -889,6 +898,8 @@ int dec_open(const struct dec_layout *layout, uint32_t num_xcc, const struct dec
 	d->cstride = d->cap + COL_PAD;
 	if (!no_simd && (r = plan_simd(d, per_se)))
 		goto nomem;
+	for (uint32_t c = 0; c < d->ncols; c++)
+		d->nscalar += !d->plan[c].simd;
 	for (uint32_t i = 0; i < num_xcc; i++) {
 		struct dec_xcc *x = &d->x[i];
 		x->ts = malloc(d->cap * sizeof(uint64_t));
