@@ -226,6 +226,7 @@ INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g
 	for (; sc < wide; sc++) {
 		const __m256i *t = T + sc->lo;
 		uint64_t *v = vals + sc->voff + pos, acc = 0;
+#pragma GCC unroll 8
 		for (uint32_t st = 0; st < nsteps; st++, t += per, v += 8) {
 			__m256i lo = *t;
 			/* saturated lanes become all-ones; sums stay below 2^31 */
@@ -243,6 +244,7 @@ INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g
 	for (; sc < end; sc++) {
 		const __m256i *tl = T + sc->lo, *th = T + sc->hi;
 		uint64_t *v = vals + sc->voff + pos, acc = 0;
+#pragma GCC unroll 8
 		for (uint32_t st = 0; st < nsteps; st++, tl += per, th += per, v += 8) {
 			/* sum(lo + hi << 16) over SEs = sum(lo) + sum(hi) << 16; the
 			 * low halves carry no saturation, the high ones the pair's
@@ -318,6 +320,7 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 			if (pp->packed) {
 				__m256i r[8];
 				const uint8_t *a = q0 + pp->off;
+#pragma GCC unroll 8
 				for (uint32_t i = 0; i < 8; i++)
 					r[i] = ld2(a + i * sb + pp->hoff[0], a + i * sb + 32 + pp->hoff[1]);
 				transpose16(r, T + st * per + q * 16);
@@ -343,6 +346,7 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 		uint64_t *v = vals + sc->voff + pos, acc = 0;
 		/* the 128-bit half as a byte offset: one load, no per-step choice */
 		const uint8_t *tb = (const uint8_t *)(T + sc->lo) + (sc->half & 1) * 16;
+#pragma GCC unroll 8
 		for (uint32_t st = 0; st < nsteps; st++, tb += per * 32, v += 8) {
 			__m256i x = _mm256_cvtepu16_epi32(_mm_load_si128((const __m128i *)tb));
 			/* saturated lanes all-ones in u32, sign-extended to u64 */
@@ -362,6 +366,7 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 		const uint8_t *tl = (const uint8_t *)(T + sc->lo) + (sc->half & 1) * 16;
 		const uint8_t *th = (const uint8_t *)(T + sc->hi) + (sc->half >> 1 & 1) * 16;
 		uint64_t *v = vals + sc->voff + pos, acc = 0;
+#pragma GCC unroll 8
 		for (uint32_t st = 0; st < nsteps; st++, tl += per * 32, th += per * 32, v += 8) {
 			__m128i l = _mm_load_si128((const __m128i *)tl);
 			__m128i h = _mm_load_si128((const __m128i *)th);
@@ -390,20 +395,33 @@ static TARGET void group_block(const struct dec_simd *s, const struct dec_simd_g
 			       uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
 			       size_t pflen)
 {
+	/* A whole block (8 steps, the steady state) gets constant trip counts
+	 * too, so the per-column loops unroll. */
+#define STEPS(call_n) (nsteps == 8 ? call_n(8) : call_n(nsteps))
+#define G16(n) group_steps16(s, g, p, sb, n, vals, sat, pos, nsat, pf, pflen)
+#define GS(n) group_steps(s, g, p, sb, n, vals, sat, pos, nsat, pf, pflen, NSE_)
 	if (g->u16) {
-		group_steps16(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen);
+		STEPS(G16);
 		return;
 	}
 	/* The common SE counts get constant trip counts, so the SE loop unrolls. */
 	switch (g->nse) {
-	case 1: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 1); break;
-	case 2: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 2); break;
-	case 4: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 4); break;
-	case 8: group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, 8); break;
-	default:
-		group_steps(s, g, p, sb, nsteps, vals, sat, pos, nsat, pf, pflen, g->nse);
-		break;
+#define NSE_ 2
+	case 2: STEPS(GS); break;
+#undef NSE_
+#define NSE_ 4
+	case 4: STEPS(GS); break;
+#undef NSE_
+#define NSE_ 8
+	case 8: STEPS(GS); break;
+#undef NSE_
+#define NSE_ g->nse
+	default: GS(nsteps); break;
+#undef NSE_
 	}
+#undef GS
+#undef G16
+#undef STEPS
 }
 
 TARGET uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb,
