@@ -77,6 +77,7 @@ struct dec {
 	uint32_t words; /* bitmap words per column */
 	uint32_t cstride; /* u64s from one column's values to the next: cap + COL_PAD */
 	uint32_t ncols;
+	uint32_t nscalar; /* columns the SIMD path does not serve */
 	uint32_t sb;    /* sample bytes */
 	uint32_t pbcap; /* pending buffer: a hunt window plus one sample */
 	struct dec_column *cols;
@@ -291,10 +292,16 @@ static bool steady_ts(const struct dec *d, struct dec_xcc *x, const uint8_t *p, 
 	}
 	if (__builtin_expect(bad != 0, 0))
 		return false;
-	uint64_t prev = x->last_ts, nd = x->ndeltas;
-	for (uint32_t i = 0; i < j; i++) {
-		x->win[(nd + i) % 64] = ts[i] - prev;
-		prev = ts[i];
+	/* The window is read only by refresh_median, which from here on runs at
+	 * the next multiple of 1024 deltas: only the last 64 before it count. */
+	uint64_t nd = x->ndeltas, next = (nd / 1024 + 1) * 1024;
+	uint32_t from = next - nd > 64 ? (uint32_t)(next - nd - 64) : 0;
+	if (from < j) {
+		uint64_t prev = from ? ts[from - 1] : x->last_ts;
+		for (uint32_t i = from; i < j; i++) {
+			x->win[(nd + i) % 64] = ts[i] - prev;
+			prev = ts[i];
+		}
 	}
 	x->ndeltas = nd + j;
 	x->last_ts = last;
@@ -382,18 +389,25 @@ static int run(struct dec *d, struct dec_xcc *x, const uint8_t *p, uint32_t k, u
 		uint32_t a = scan_ts(d, x, q, m, &ev);
 		/* Ask for the next block now: the decode is fast enough to wait on
 		 * memory, and the hardware prefetchers alone (in a VM, with other
-		 * streams) leave it there; measured: 0.56x -> 0.85x memcpy. */
-		if (k - i > m) {
-			size_t ahead = (size_t)(k - i - m < m ? k - i - m : m) * d->sb;
+		 * streams) leave it there; measured: 0.56x -> 0.85x memcpy.  The
+		 * SIMD path spreads these over its work (decode_simd.c). */
+		size_t ahead = 0;
+		if (k - i > m)
+			ahead = (size_t)(k - i - m < m ? k - i - m : m) * d->sb;
+		if (!d->simd.ngroups || !a) {
 			for (size_t o = 0; o < ahead; o += 64)
 				__builtin_prefetch(q + (size_t)m * d->sb + o);
+			ahead = 0;
 		}
 		if (a) {
-			dec_decode_block(d->plan, d->ncols, q, d->sb, a, x->vals, x->sat,
-					 d->cstride, d->words, x->n, &x->st.saturated, false);
+			if (d->nscalar)
+				dec_decode_block(d->plan, d->ncols, q, d->sb, a, x->vals, x->sat,
+						 d->cstride, d->words, x->n, &x->st.saturated,
+						 false);
 			if (d->simd.ngroups) {
 				uint32_t s = dec_simd_block(&d->simd, q, d->sb, a, x->vals, x->sat,
-							    x->n, &x->st.saturated);
+							    x->n, &x->st.saturated,
+							    q + (size_t)m * d->sb, ahead);
 				if (s < a)
 					dec_decode_block(d->plan, d->ncols, q + (size_t)s * d->sb,
 							 d->sb, a - s, x->vals, x->sat, d->cstride,
@@ -601,10 +615,16 @@ static bool simd_col(struct dec *d, struct dec_simd_group *g, uint32_t c, uint32
 	struct dec_simd_col *sc = &s->col[s->ncols++];
 	sc->voff = (size_t)c * d->cstride;
 	sc->soff = c * d->words;
-	sc->lo = (uint16_t)(q * 32 + blk * 8 + lane / 2);
+	if (g->u16) {
+		sc->lo = (uint16_t)((q * 2 + line % 2) * 8 + lane % 8);
+		sc->hi = (uint16_t)(sc->lo + 8); /* the odd line, same slot */
+		sc->half = (uint8_t)(lane / 8 * 3);
+	} else {
+		sc->lo = (uint16_t)(q * 32 + blk * 8 + lane / 2);
+		sc->hi = (uint16_t)(sc->lo + 16);
+	}
 	pp->blocks |= 1u << blk;
 	if (wide) {
-		sc->hi = (uint16_t)(sc->lo + 16);
 		pp->blocks |= 1u << (blk + 2);
 		pp->keep[lane] = 0;
 		pp->pairsel[lane] = 0xFFFF;
@@ -612,6 +632,100 @@ static bool simd_col(struct dec *d, struct dec_simd_group *g, uint32_t c, uint32
 	d->plan[c].simd = true;
 	g->ncols++;
 	return true;
+}
+
+/*
+ * Pack the pairs of a summing group where each line's used slots sit in one
+ * 16-byte half (decode_priv.h), and move its columns' vectors to the packed
+ * numbering: pair * 32 + (slot % 2) * 8 + line * 4 + (slot % 8) / 2.
+ */
+static void pack_pairs(struct dec_simd *s, struct dec_simd_group *g)
+{
+	for (uint32_t q = 0; q < g->npairs; q++) {
+		struct dec_simd_pair *pp = &g->pair[q];
+		uint32_t used[2] = {0, 0};
+		bool wide = false;
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			const struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 32 != q)
+				continue;
+			uint32_t blk = sc->lo % 32 / 8, lane = sc->lo % 8 * 2 + blk % 2;
+			used[blk / 2] |= 1u << lane;
+			if (i >= g->col0 + g->nnarrow)
+				used[1] |= 1u << lane, wide = true;
+		}
+		uint32_t half[2];
+		bool ok = pp->two;
+		for (uint32_t l = 0; l < 2; l++) {
+			half[l] = used[l] & 0xFF00u ? 1 : 0;
+			ok &= !(used[l] & 0xFF00u) || !(used[l] & 0x00FFu);
+		}
+		if (!ok || (wide && used[0] && used[1] && half[0] != half[1]))
+			continue;
+		if (wide)
+			half[1] = half[0] = used[0] ? half[0] : half[1];
+		uint16_t keep[16], sel[16];
+		for (uint32_t k = 0; k < 8; k++) {
+			keep[k] = pp->keep[half[0] * 8 + k];
+			sel[k] = 0;
+			keep[8 + k] = 0xFFFF;
+			sel[8 + k] = pp->pairsel[half[1] * 8 + k];
+		}
+		memcpy(pp->keep, keep, sizeof(keep));
+		memcpy(pp->pairsel, sel, sizeof(sel));
+		pp->packed = true;
+		pp->wide = wide;
+		pp->hoff[0] = half[0] * 16;
+		pp->hoff[1] = half[1] * 16;
+		pp->blocks = 3;
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 32 != q)
+				continue;
+			uint32_t blk = sc->lo % 32 / 8, lane = sc->lo % 8 * 2 + blk % 2;
+			sc->lo = (uint16_t)(q * 32 + lane % 2 * 8 + blk / 2 * 4 + lane % 8 / 2);
+			sc->hi = (uint16_t)(sc->lo + 4);
+		}
+	}
+}
+
+/*
+ * The same for a group with nothing to sum (u16): a packed pair's 8 rows are
+ * line 0's used half and line 1's, one 16-bit transpose instead of two; a
+ * column's vector is pair * 16 + slot % 8, its 128-bit half the line.
+ */
+static void pack_pairs16(struct dec_simd *s, struct dec_simd_group *g)
+{
+	for (uint32_t q = 0; q < g->npairs; q++) {
+		struct dec_simd_pair *pp = &g->pair[q];
+		uint32_t used[2] = {0, 0};
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			const struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 16 != q)
+				continue;
+			uint32_t line = sc->lo % 16 / 8, lane = sc->lo % 8 + (sc->half & 1) * 8;
+			used[line] |= 1u << lane;
+			if (i >= g->col0 + g->nnarrow)
+				used[1] |= 1u << lane;
+		}
+		bool ok = pp->two;
+		for (uint32_t l = 0; l < 2; l++)
+			ok &= !(used[l] & 0xFF00u) || !(used[l] & 0x00FFu);
+		if (!ok)
+			continue;
+		pp->packed = true;
+		pp->hoff[0] = used[0] & 0xFF00u ? 16 : 0;
+		pp->hoff[1] = used[1] & 0xFF00u ? 16 : 0;
+		for (uint32_t i = g->col0; i < g->col0 + g->ncols; i++) {
+			struct dec_simd_col *sc = &s->col[i];
+			if (sc->lo / 16 != q)
+				continue;
+			uint32_t line = sc->lo % 16 / 8;
+			sc->lo = (uint16_t)(q * 16 + sc->lo % 8);
+			sc->hi = sc->lo;
+			sc->half = (uint8_t)(line | 2); /* hi: line 1, the upper half */
+		}
+	}
 }
 
 /* Hand the columns the SIMD path can serve to it (decode_priv.h). */
@@ -624,7 +738,8 @@ static int plan_simd(struct dec *d, bool per_se)
 	uint32_t ng = 1 + (l->se_lines ? (per_se ? l->num_se : 1) : 0);
 	s->group = calloc(ng, sizeof(*s->group));
 	s->col = calloc(d->ncols ? d->ncols : 1, sizeof(*s->col));
-	if (!s->group || !s->col)
+	s->scratch = aligned_alloc(32, DEC_SIMD_SCRATCH);
+	if (!s->group || !s->col || !s->scratch)
 		return -ENOMEM;
 	uint32_t gbytes = l->global_lines * DEC_LINE_BYTES, seg = l->se_lines * DEC_LINE_BYTES;
 	for (uint32_t gi = 0; gi < ng; gi++) {
@@ -632,6 +747,7 @@ static int plan_simd(struct dec *d, bool per_se)
 		memset(g, 0, sizeof(*g));
 		g->base = gi == 0 ? 0 : gbytes + (per_se ? (gi - 1) * seg : 0);
 		g->nse = gi == 0 || per_se ? 1 : l->num_se;
+		g->u16 = g->nse == 1;
 		g->stride = seg;
 		g->col0 = s->ncols;
 		uint32_t lines = gi == 0 ? l->global_lines : l->se_lines;
@@ -644,6 +760,10 @@ static int plan_simd(struct dec *d, bool per_se)
 				if (simd_col(d, g, c, lines))
 					g->nnarrow += !pass;
 			}
+		if (g->u16)
+			pack_pairs16(s, g);
+		else
+			pack_pairs(s, g);
 		if (g->ncols)
 			s->ngroups++;
 	}
@@ -717,6 +837,7 @@ void dec_close(struct dec *d)
 	free(d->plan);
 	free(d->simd.group);
 	free(d->simd.col);
+	free(d->simd.scratch);
 	free(d->lay.counters);
 	free(d);
 }
@@ -777,6 +898,8 @@ int dec_open(const struct dec_layout *layout, uint32_t num_xcc, const struct dec
 	d->cstride = d->cap + COL_PAD;
 	if (!no_simd && (r = plan_simd(d, per_se)))
 		goto nomem;
+	for (uint32_t c = 0; c < d->ncols; c++)
+		d->nscalar += !d->plan[c].simd;
 	for (uint32_t i = 0; i < num_xcc; i++) {
 		struct dec_xcc *x = &d->x[i];
 		x->ts = malloc(d->cap * sizeof(uint64_t));

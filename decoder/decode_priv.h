@@ -53,6 +53,18 @@ struct dec_simd_pair {
 			       * the low halves of 32-bit counters */
 	uint16_t pairsel[16]; /* line 1 lanes that are high halves of 32-bit counters: they
 			       * take "both halves all-ones in one SE" as saturation */
+	/*
+	 * Packed (sums only): every used slot of each line is in one 16-byte half
+	 * (aqlprofile's layouts with up to 8 counters per parity and segment), so
+	 * one vector carries line 0's half and line 1's half, and 2 row blocks
+	 * (even, odd slots) instead of 4 are summed and transposed.  keep and
+	 * pairsel are then in packed lane order (lanes 0..7: line 0, 8..15: line
+	 * 1); with 32-bit counters both halves are at the same offset, so a lane
+	 * meets its partner in the other 128-bit half.
+	 */
+	bool packed;
+	bool wide;            /* a 32-bit counter lives here: track the pairs' saturation */
+	uint32_t hoff[2];     /* packed: byte offset (0 or 16) of the used half of each line */
 };
 
 struct dec_simd_group {
@@ -63,13 +75,20 @@ struct dec_simd_group {
 	struct dec_simd_pair pair[DEC_SIMD_MAX_PAIRS];
 	uint32_t col0, ncols; /* its columns in dec_simd.col */
 	uint32_t nnarrow;     /* the first nnarrow of them are 16-bit counters */
+	/* nse == 1 (the global segment, or one SE for per-SE columns): nothing to
+	 * sum, so each used line of 8 samples is transposed as 16-bit slots
+	 * (24 shuffles per line) instead of split into even/odd u32 rows */
+	bool u16;
 };
 
 struct dec_simd_col {
 	size_t voff;     /* output column * cstride: where its values start */
 	uint32_t soff;   /* output column * words: where its bitmap starts */
 	uint16_t lo, hi; /* transposed vector of the low (only) / high half: pair * 32 +
-			  * block * 8 + slot / 2 */
+			  * block * 8 + slot / 2; in a u16 group, (pair * 2 + line % 2) * 8
+			  * + slot % 8 */
+	uint8_t half;    /* u16 group: bit 0: lo is in the upper 128 bits (slot % 16 >= 8),
+			  * bit 1: the same for hi */
 };
 
 struct dec_simd {
@@ -77,16 +96,23 @@ struct dec_simd {
 	uint32_t ncols;
 	struct dec_simd_group *group;
 	struct dec_simd_col *col;
+	/* DEC_SIMD_SCRATCH bytes, 32-aligned: the transposed vectors of up to 64
+	 * samples of one group (decode_simd.c); the decoder is used by one thread
+	 * at a time. */
+	void *scratch;
 };
+#define DEC_SIMD_SCRATCH (8u * DEC_SIMD_MAX_PAIRS * 32u * 32u)
 
 /* True if this CPU runs the SIMD path (x86-64 with AVX2). */
 bool dec_simd_available(void);
 /*
  * The columns in `s` for the first k & ~7 of k samples (same contract as
  * dec_decode_block otherwise; the column offsets are in `s`); returns the
- * number of samples done.
+ * number of samples done.  The pflen bytes at pf (the next block) are
+ * prefetched on the way.
  */
 uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
-			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat);
+			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat,
+			const uint8_t *pf, size_t pflen);
 
 #endif

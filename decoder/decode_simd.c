@@ -88,6 +88,21 @@ INLINE void rows8(const struct dec_simd_pair *pp, const uint8_t *seg, size_t sb,
 	}
 }
 
+/* Prefetch [*o, min(*o + slice, len)) of pf, 64 bytes at a time, four per turn. */
+INLINE void prefetch_slice(const uint8_t *pf, size_t *o, size_t slice, size_t len)
+{
+	size_t e = *o + slice < len ? *o + slice : len, i = *o;
+	for (; i + 256 <= e; i += 256) {
+		__builtin_prefetch(pf + i);
+		__builtin_prefetch(pf + i + 64);
+		__builtin_prefetch(pf + i + 128);
+		__builtin_prefetch(pf + i + 192);
+	}
+	for (; i < e; i += 64)
+		__builtin_prefetch(pf + i);
+	*o = i;
+}
+
 /* out[j][i] = r[i][j] for 8 x 8 u32. */
 INLINE void transpose8(const __m256i r[8], __m256i out[8])
 {
@@ -109,12 +124,65 @@ INLINE void transpose8(const __m256i r[8], __m256i out[8])
 	out[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
+INLINE __m256i ld2(const uint8_t *lo, const uint8_t *hi)
+{
+	return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+				       _mm_loadu_si128((const __m128i *)hi), 1);
+}
+
+/*
+ * rows8 for a packed pair: one vector per SE holds line 0's used half (lanes
+ * 0..7) and line 1's (8..15); R[0] gets the even slots, R[1] the odd ones.
+ * W: 32-bit counters here; the partner of a lane is the same lane of the
+ * other 128-bit half.
+ */
+INLINE void rows8p(const struct dec_simd_pair *pp, const uint8_t *seg, size_t sb,
+		   uint32_t stride, __m256i R[4][8], const uint32_t NSE, const bool W)
+{
+	const __m256i ones = _mm256_set1_epi16(-1), hi16 = _mm256_set1_epi32((int)0xFFFF0000u);
+	const __m256i keep = ld(pp->keep), sel = ld(pp->pairsel);
+	const uint32_t o0 = pp->off + pp->hoff[0], o1 = pp->off + 32 + pp->hoff[1];
+#pragma GCC unroll 8
+	for (uint32_t i = 0; i < 8; i++) {
+		const uint8_t *q = seg + i * sb;
+		__m256i v = ld2(q + o0, q + o1);
+		__m256i x = v, o = _mm256_srli_epi32(v, 16), m = v, mp = v;
+		if (W)
+			mp = _mm256_min_epu16(v, _mm256_permute2x128_si256(v, v, 0x01));
+#pragma GCC unroll 8
+		for (uint32_t j = 1; j < NSE; j++) {
+			v = ld2(q + (size_t)j * stride + o0, q + (size_t)j * stride + o1);
+			x = _mm256_add_epi32(x, v);
+			o = _mm256_add_epi32(o, _mm256_srli_epi32(v, 16));
+			m = _mm256_max_epu16(m, v);
+			if (W)
+				mp = _mm256_max_epu16(
+					mp, _mm256_min_epu16(v, _mm256_permute2x128_si256(v, v, 0x01)));
+		}
+		__m256i sm = _mm256_and_si256(_mm256_cmpeq_epi16(m, ones), keep);
+		if (W)
+			sm = _mm256_blendv_epi8(sm, _mm256_cmpeq_epi16(mp, ones), sel);
+		__m256i e = _mm256_sub_epi32(x, _mm256_slli_epi32(o, 16));
+		R[0][i] = _mm256_or_si256(e, _mm256_slli_epi32(sm, 16));
+		R[1][i] = _mm256_or_si256(o, _mm256_and_si256(sm, hi16));
+	}
+}
+
 INLINE void group_rows(const struct dec_simd_group *g, const uint8_t *p, size_t sb,
 		       __m256i U[][8], const uint32_t NSE)
 {
 	__m256i R[4][8];
 	for (uint32_t q = 0; q < g->npairs; q++) {
 		const struct dec_simd_pair *pp = &g->pair[q];
+		if (pp->packed) {
+			if (pp->wide)
+				rows8p(pp, p + g->base, sb, g->stride, R, NSE, true);
+			else
+				rows8p(pp, p + g->base, sb, g->stride, R, NSE, false);
+			transpose8(R[0], U[q * 4]);
+			transpose8(R[1], U[q * 4 + 1]);
+			continue;
+		}
 		if (pp->two)
 			rows8(pp, p + g->base, sb, g->stride, R, NSE, true);
 		else
@@ -125,73 +193,252 @@ INLINE void group_rows(const struct dec_simd_group *g, const uint8_t *p, size_t 
 	}
 }
 
-/* One group, 8 samples at p, to chunk position pos (a multiple of 8 from the block start). */
-static TARGET void group8(const struct dec_simd *s, const struct dec_simd_group *g,
-			  const uint8_t *p, size_t sb, uint64_t *vals, uint64_t *sat,
-			  uint32_t pos, unsigned shift, uint64_t *nsat)
+/*
+ * One group over the first nsteps * 8 samples at p (nsteps <= 8, inside one
+ * bitmap word).  Phase 1, per 8 samples: rows summed over the SEs and
+ * transposed into T (one vector of 8 samples per slot).  Phase 2, per column:
+ * its values for all the steps widened and stored as one contiguous run of
+ * up to 64 u64, its saturation bits gathered in a register and OR'd into the
+ * bitmap once, counted once.  Column parameters are read once per call, not
+ * once per 8 samples, and no bitmap word is read and written per 8 samples.
+ */
+INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g,
+			const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
+			uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
+			size_t pflen, const uint32_t NSE)
 {
-	__m256i U[DEC_SIMD_MAX_PAIRS * 4][8];
-	/* The common SE counts get constant trip counts, so the SE loop unrolls. */
-	switch (g->nse) {
-	case 1: group_rows(g, p, sb, U, 1); break;
-	case 2: group_rows(g, p, sb, U, 2); break;
-	case 4: group_rows(g, p, sb, U, 4); break;
-	case 8: group_rows(g, p, sb, U, 8); break;
-	default: group_rows(g, p, sb, U, g->nse); break;
+	const uint32_t per = g->npairs * 32; /* vectors per step in T */
+	__m256i *T = s->scratch;
+	/* The prefetches for the next block go out a slice per step, between
+	 * the steps' arithmetic, so that memory and compute overlap; in one
+	 * burst they fill the load queue and the core waits for them. */
+	size_t slice = (pflen / nsteps + 63) & ~(size_t)63, o = 0;
+	for (uint32_t st = 0; st < nsteps; st++) {
+		prefetch_slice(pf, &o, slice, pflen);
+		group_rows(g, p + (size_t)st * 8 * sb, sb, (__m256i(*)[8])(T + st * per), NSE);
 	}
-	const __m256i *u = &U[0][0];
-	uint64_t *v = vals + pos, *sw = sat + pos / 64, n = 0;
 	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
 				  *end = sc + g->ncols;
+	const unsigned shift = pos & 63;
+	uint64_t n = 0, *sw = sat + pos / 64;
 	/* Branch-free, saturation included: a test per 8 values would be
 	 * mispredicted whenever saturation is not rare. */
 	for (; sc < wide; sc++) {
-		__m256i lo = u[sc->lo];
-		/* saturated lanes become all-ones; sums stay below 2^31 */
-		__m256i x = _mm256_or_si256(lo, _mm256_srai_epi32(lo, 31));
-		_mm256_storeu_si256((__m256i *)(v + sc->voff),
-				    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(x)));
-		_mm256_storeu_si256((__m256i *)(v + sc->voff + 4),
-				    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(x, 1)));
-		unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo));
-		sw[sc->soff] |= (uint64_t)bits << shift;
-		n += (uint64_t)__builtin_popcount(bits);
+		const __m256i *t = T + sc->lo;
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+#pragma GCC unroll 8
+		for (uint32_t st = 0; st < nsteps; st++, t += per, v += 8) {
+			__m256i lo = *t;
+			/* saturated lanes become all-ones; sums stay below 2^31 */
+			__m256i x = _mm256_or_si256(lo, _mm256_srai_epi32(lo, 31));
+			_mm256_storeu_si256((__m256i *)v,
+					    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(x)));
+			_mm256_storeu_si256((__m256i *)(v + 4),
+					    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(x, 1)));
+			acc |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(lo))
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
 	}
 	for (; sc < end; sc++) {
-		/* sum(lo + hi << 16) over SEs = sum(lo) + sum(hi) << 16; the low
-		 * halves carry no saturation, the high ones the pair's (bits 16..31,
-		 * so the sum is garbage there, and all-ones after the OR) */
-		__m256i lo = u[sc->lo], hi = u[sc->hi];
-		__m256i m = _mm256_srai_epi32(hi, 31);
-		__m256i a = _mm256_add_epi64(
-			_mm256_cvtepu32_epi64(_mm256_castsi256_si128(lo)),
-			_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(hi)), 16));
-		__m256i b = _mm256_add_epi64(
-			_mm256_cvtepu32_epi64(_mm256_extracti128_si256(lo, 1)),
-			_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(hi, 1)),
-					  16));
-		a = _mm256_or_si256(a, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m)));
-		b = _mm256_or_si256(b, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1)));
-		_mm256_storeu_si256((__m256i *)(v + sc->voff), a);
-		_mm256_storeu_si256((__m256i *)(v + sc->voff + 4), b);
-		unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
-		sw[sc->soff] |= (uint64_t)bits << shift;
-		n += (uint64_t)__builtin_popcount(bits);
+		const __m256i *tl = T + sc->lo, *th = T + sc->hi;
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+#pragma GCC unroll 8
+		for (uint32_t st = 0; st < nsteps; st++, tl += per, th += per, v += 8) {
+			/* sum(lo + hi << 16) over SEs = sum(lo) + sum(hi) << 16; the
+			 * low halves carry no saturation, the high ones the pair's
+			 * (bits 16..31, so the sum is garbage there, and all-ones
+			 * after the OR) */
+			__m256i lo = *tl, hi = *th;
+			__m256i m = _mm256_srai_epi32(hi, 31);
+			__m256i a = _mm256_add_epi64(
+				_mm256_cvtepu32_epi64(_mm256_castsi256_si128(lo)),
+				_mm256_slli_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(hi)),
+						  16));
+			__m256i b = _mm256_add_epi64(
+				_mm256_cvtepu32_epi64(_mm256_extracti128_si256(lo, 1)),
+				_mm256_slli_epi64(
+					_mm256_cvtepu32_epi64(_mm256_extracti128_si256(hi, 1)), 16));
+			a = _mm256_or_si256(a, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m)));
+			b = _mm256_or_si256(b,
+					    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1)));
+			_mm256_storeu_si256((__m256i *)v, a);
+			_mm256_storeu_si256((__m256i *)(v + 4), b);
+			acc |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m))
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
 	}
 	*nsat += n;
 }
 
+/*
+ * 8 x 8 u16 transpose in each 128-bit half: out[j] = slot j of rows 0..7 in
+ * the low half, slot j + 8 in the high half.
+ */
+INLINE void transpose16(const __m256i r[8], __m256i out[8])
+{
+	__m256i a0 = _mm256_unpacklo_epi16(r[0], r[1]), a1 = _mm256_unpackhi_epi16(r[0], r[1]);
+	__m256i a2 = _mm256_unpacklo_epi16(r[2], r[3]), a3 = _mm256_unpackhi_epi16(r[2], r[3]);
+	__m256i a4 = _mm256_unpacklo_epi16(r[4], r[5]), a5 = _mm256_unpackhi_epi16(r[4], r[5]);
+	__m256i a6 = _mm256_unpacklo_epi16(r[6], r[7]), a7 = _mm256_unpackhi_epi16(r[6], r[7]);
+	__m256i b0 = _mm256_unpacklo_epi32(a0, a2), b1 = _mm256_unpackhi_epi32(a0, a2);
+	__m256i b2 = _mm256_unpacklo_epi32(a1, a3), b3 = _mm256_unpackhi_epi32(a1, a3);
+	__m256i b4 = _mm256_unpacklo_epi32(a4, a6), b5 = _mm256_unpackhi_epi32(a4, a6);
+	__m256i b6 = _mm256_unpacklo_epi32(a5, a7), b7 = _mm256_unpackhi_epi32(a5, a7);
+	out[0] = _mm256_unpacklo_epi64(b0, b4);
+	out[1] = _mm256_unpackhi_epi64(b0, b4);
+	out[2] = _mm256_unpacklo_epi64(b1, b5);
+	out[3] = _mm256_unpackhi_epi64(b1, b5);
+	out[4] = _mm256_unpacklo_epi64(b2, b6);
+	out[5] = _mm256_unpackhi_epi64(b2, b6);
+	out[6] = _mm256_unpacklo_epi64(b3, b7);
+	out[7] = _mm256_unpackhi_epi64(b3, b7);
+}
+
+/*
+ * group_steps for a group with nothing to sum (nse == 1): the used lines of
+ * 8 samples are transposed as u16 slots, and each column widens its 8 slots.
+ * A 16-bit value 0xFFFF, or a 32-bit one with both halves 0xFFFF, is
+ * saturated: DEC_SATURATED, as in decode_cols.c.
+ */
+INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group *g,
+			  const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
+			  uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
+			  size_t pflen)
+{
+	const uint32_t per = g->npairs * 16; /* vectors per step in T */
+	__m256i *T = s->scratch;
+	size_t slice = (pflen / nsteps + 63) & ~(size_t)63, o = 0;
+	for (uint32_t st = 0; st < nsteps; st++) {
+		prefetch_slice(pf, &o, slice, pflen);
+		const uint8_t *q0 = p + (size_t)st * 8 * sb + g->base;
+		for (uint32_t q = 0; q < g->npairs; q++) {
+			const struct dec_simd_pair *pp = &g->pair[q];
+			if (pp->packed) {
+				__m256i r[8];
+				const uint8_t *a = q0 + pp->off;
+#pragma GCC unroll 8
+				for (uint32_t i = 0; i < 8; i++)
+					r[i] = ld2(a + i * sb + pp->hoff[0], a + i * sb + 32 + pp->hoff[1]);
+				transpose16(r, T + st * per + q * 16);
+				continue;
+			}
+			for (uint32_t l = 0; l < 2; l++) {
+				if (!(pp->blocks & (3u << (2 * l))))
+					continue;
+				__m256i r[8];
+				const uint8_t *a = q0 + pp->off + l * 32;
+				for (uint32_t i = 0; i < 8; i++)
+					r[i] = ld(a + i * sb);
+				transpose16(r, T + st * per + (q * 2 + l) * 8);
+			}
+		}
+	}
+	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
+				  *end = sc + g->ncols;
+	const unsigned shift = pos & 63;
+	const __m256i ffff = _mm256_set1_epi32(0xFFFF);
+	uint64_t n = 0, *sw = sat + pos / 64;
+	for (; sc < wide; sc++) {
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+		/* the 128-bit half as a byte offset: one load, no per-step choice */
+		const uint8_t *tb = (const uint8_t *)(T + sc->lo) + (sc->half & 1) * 16;
+#pragma GCC unroll 8
+		for (uint32_t st = 0; st < nsteps; st++, tb += per * 32, v += 8) {
+			__m256i x = _mm256_cvtepu16_epi32(_mm_load_si128((const __m128i *)tb));
+			/* saturated lanes all-ones in u32, sign-extended to u64 */
+			__m256i m = _mm256_cmpeq_epi32(x, ffff);
+			x = _mm256_or_si256(x, m);
+			_mm256_storeu_si256((__m256i *)v,
+					    _mm256_cvtepi32_epi64(_mm256_castsi256_si128(x)));
+			_mm256_storeu_si256((__m256i *)(v + 4),
+					    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(x, 1)));
+			acc |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m))
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
+	}
+	for (; sc < end; sc++) {
+		const uint8_t *tl = (const uint8_t *)(T + sc->lo) + (sc->half & 1) * 16;
+		const uint8_t *th = (const uint8_t *)(T + sc->hi) + (sc->half >> 1 & 1) * 16;
+		uint64_t *v = vals + sc->voff + pos, acc = 0;
+#pragma GCC unroll 8
+		for (uint32_t st = 0; st < nsteps; st++, tl += per * 32, th += per * 32, v += 8) {
+			__m128i l = _mm_load_si128((const __m128i *)tl);
+			__m128i h = _mm_load_si128((const __m128i *)th);
+			__m128i x0 = _mm_unpacklo_epi16(l, h), x1 = _mm_unpackhi_epi16(l, h);
+			__m128i m0 = _mm_cmpeq_epi32(x0, _mm_set1_epi32(-1));
+			__m128i m1 = _mm_cmpeq_epi32(x1, _mm_set1_epi32(-1));
+			/* zero-extended values; a saturated one all-ones through the mask */
+			_mm256_storeu_si256((__m256i *)v,
+					    _mm256_or_si256(_mm256_cvtepu32_epi64(x0),
+							    _mm256_cvtepi32_epi64(m0)));
+			_mm256_storeu_si256((__m256i *)(v + 4),
+					    _mm256_or_si256(_mm256_cvtepu32_epi64(x1),
+							    _mm256_cvtepi32_epi64(m1)));
+			acc |= (uint64_t)(unsigned)(_mm_movemask_ps(_mm_castsi128_ps(m0)) |
+						    _mm_movemask_ps(_mm_castsi128_ps(m1)) << 4)
+			       << (8 * st);
+		}
+		sw[sc->soff] |= acc << shift;
+		n += (uint64_t)__builtin_popcountll(acc);
+	}
+	*nsat += n;
+}
+
+static TARGET void group_block(const struct dec_simd *s, const struct dec_simd_group *g,
+			       const uint8_t *p, size_t sb, uint32_t nsteps, uint64_t *vals,
+			       uint64_t *sat, uint32_t pos, uint64_t *nsat, const uint8_t *pf,
+			       size_t pflen)
+{
+	/* A whole block (8 steps, the steady state) gets constant trip counts
+	 * too, so the per-column loops unroll. */
+#define STEPS(call_n) (nsteps == 8 ? call_n(8) : call_n(nsteps))
+#define G16(n) group_steps16(s, g, p, sb, n, vals, sat, pos, nsat, pf, pflen)
+#define GS(n) group_steps(s, g, p, sb, n, vals, sat, pos, nsat, pf, pflen, NSE_)
+	if (g->u16) {
+		STEPS(G16);
+		return;
+	}
+	/* The common SE counts get constant trip counts, so the SE loop unrolls. */
+	switch (g->nse) {
+#define NSE_ 2
+	case 2: STEPS(GS); break;
+#undef NSE_
+#define NSE_ 4
+	case 4: STEPS(GS); break;
+#undef NSE_
+#define NSE_ 8
+	case 8: STEPS(GS); break;
+#undef NSE_
+#define NSE_ g->nse
+	default: GS(nsteps); break;
+#undef NSE_
+	}
+#undef GS
+#undef G16
+#undef STEPS
+}
+
 TARGET uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb,
 			       uint32_t k, uint64_t *vals, uint64_t *sat, uint32_t pos,
-			       uint64_t *nsat)
+			       uint64_t *nsat, const uint8_t *pf, size_t pflen)
 {
-	uint32_t j = 0;
-	for (; j + 8 <= k; j += 8) {
-		const uint8_t *q = p + (size_t)j * sb;
-		for (uint32_t gi = 0; gi < s->ngroups; gi++)
-			group8(s, &s->group[gi], q, sb, vals, sat, pos + j, (pos + j) & 63, nsat);
+	uint32_t nsteps = k / 8;
+	if (!nsteps) {
+		for (size_t o = 0; o < pflen; o += 64)
+			__builtin_prefetch(pf + o);
+		return 0;
 	}
-	return j;
+	/* The first group's steps carry the prefetches of the next block. */
+	for (uint32_t gi = 0; gi < s->ngroups; gi++)
+		group_block(s, &s->group[gi], p, sb, nsteps, vals, sat, pos, nsat, pf,
+			    gi ? 0 : pflen);
+	return nsteps * 8;
 }
 
 #else
@@ -202,9 +449,11 @@ bool dec_simd_available(void)
 }
 
 uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
-			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat)
+			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat,
+			const uint8_t *pf, size_t pflen)
 {
 	(void)s, (void)p, (void)sb, (void)k, (void)vals, (void)sat, (void)pos, (void)nsat;
+	(void)pf, (void)pflen;
 	return 0;
 }
 
