@@ -12,7 +12,10 @@
  *    truth; the journal is gone afterwards;
  *  - sigint_catchup: SIGINT while catching up ends it; the outputs say
  *    "complete": false and the journal, decoded by `spmtap decode`, holds the
- *    rest of the rows (the one sample per XCC the cut splits aside).
+ *    rest of the rows (the one sample per XCC the cut splits aside);
+ *  - journal_full: a journal that cannot be written (EFBIG under
+ *    RLIMIT_FSIZE, as ENOSPC on a full disk) ends spilling: loss is flagged
+ *    as before and the summary and accounting say "journal write failed".
  *
  * The CSV loader and the truth matcher are test_record_spm.c's (copied: that
  * suite's are static), the loader taught the -f csv header.
@@ -481,6 +484,42 @@ static void test_writer_stall(void)
 	stall_case("journal", "1M");
 }
 
+/*
+ * The journal cannot be written (RLIMIT_FSIZE below one buffer: EFBIG, as
+ * a full disk gives ENOSPC): spilling ends, the recording goes on as before
+ * the journal existed, the kernel flags the loss, and the summary and the
+ * accounting say why.
+ */
+static void test_journal_full(void)
+{
+	char dir[4096], err[4096], journal[4200];
+	snprintf(dir, sizeof(dir), "%s", path("full"));
+	snprintf(err, sizeof(err), "%s.err", dir);
+	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
+	const char *env[] = { "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:4000", NULL };
+	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
+			       "--duration", "2.5", "--buffer-size", "16M", "--spill-mem", "1M", NULL };
+	static const char *const pre[] = { "--emulate", "mi210", NULL };
+	int st = tp_wait(tp_spawn_spmtap(pre, args, path("state"),
+					 &(struct tp_opts){ .env = env, .err = err, .fsize = 12l << 20 }));
+	const char *msg = tf_peek(err);
+	json_t *meta = NULL;
+	int complete = meta_complete(dir, &meta);
+	json_t *a = json_array_get(json_object_get(meta, "accounting"), 0);
+	const char *why = json_string_value(json_object_get(json_object_get(a, "spill"), "loss_reason"));
+	if (st || !why)
+		fprintf(stderr, "\n  status %d\n%s\n", st, msg);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT_EQUAL(complete, 1);
+	CU_ASSERT(acct_int(meta, false, "overrun_polls") > 0);
+	CU_ASSERT_PTR_NOT_NULL(why);
+	CU_ASSERT(why && !strncmp(why, "journal write failed: ", 22) && strstr(why, "File too large"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "DATA LOSS"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "journal write failed"));
+	CU_ASSERT_FALSE(file_exists(journal)); /* cut back and removed: nothing waits in it */
+	json_decref(meta);
+}
+
 /* "N loss-flagged regions" in `spmtap decode`'s report, or 0. */
 static long long decode_flags(const char *err)
 {
@@ -585,6 +624,7 @@ int main(int argc, char **argv)
 	static const struct testenv_case cases[] = {
 		{ "writer_stall", test_writer_stall, need_emulator },
 		{ "sigint_catchup", test_sigint_catchup, need_emulator },
+		{ "journal_full", test_journal_full, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(tmpdir))
