@@ -643,10 +643,12 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		fprintf(stderr, "spmtap record: %zu phases from the emulated workload's schedule\n", sched.n);
 	for (size_t i = 0; i < session_ngpus(S); i++) {
 		struct session_gpu_stats gs;
-		if (session_gpu_stats(S, i, &gs) == 0 && gs.journal[0])
-			fprintf(stderr, "spmtap record: GPU %u: %s the rest of the data: %s (`spmtap decode %s` "
-				"turns it into rows)\n", gs.gpu, session_abandoned(S) ? "catch-up stopped;" :
-				"kept", gs.journal, gs.journal);
+		if (session_gpu_stats(S, i, &gs) == 0 && gs.journal[0] && session_abandoned(S))
+			fprintf(stderr, "spmtap record: GPU %u: catch-up stopped; the rest of the data: %s "
+				"(`spmtap decode %s` turns it into rows)\n", gs.gpu, gs.journal, gs.journal);
+		else if (gs.journal[0])
+			fprintf(stderr, "spmtap record: GPU %u: journal kept (--keep-raw): %s, every buffer that "
+				"waited on disk (all decoded into the outputs too)\n", gs.gpu, gs.journal);
 	}
 	if (rc < 0) {
 		outerr(err);
