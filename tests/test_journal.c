@@ -485,8 +485,9 @@ static void test_writer_stall(void)
 }
 
 /*
- * The journal cannot be written (RLIMIT_FSIZE below one buffer: EFBIG, as
- * a full disk gives ENOSPC): spilling ends, the recording goes on as before
+ * The journal cannot be written (RLIMIT_FSIZE 24 MiB: the CSV of 2.5 s stays
+ * under it, the journal of a 4 s stall at ~100 MB/s does not; EFBIG, as a
+ * full disk gives ENOSPC): spilling ends, the recording goes on as before
  * the journal existed, the kernel flags the loss, and the summary and the
  * accounting say why.
  */
@@ -498,10 +499,10 @@ static void test_journal_full(void)
 	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
 	const char *env[] = { "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:4000", NULL };
 	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
-			       "--duration", "2.5", "--buffer-size", "16M", "--spill-mem", "1M", NULL };
+			       "--duration", "2.5", "--spill-mem", "1M", NULL };
 	static const char *const pre[] = { "--emulate", "mi210", NULL };
 	int st = tp_wait(tp_spawn_spmtap(pre, args, path("state"),
-					 &(struct tp_opts){ .env = env, .err = err, .fsize = 12l << 20 }));
+					 &(struct tp_opts){ .env = env, .err = err, .fsize = 24l << 20 }));
 	const char *msg = tf_peek(err);
 	json_t *meta = NULL;
 	int complete = meta_complete(dir, &meta);
@@ -514,8 +515,10 @@ static void test_journal_full(void)
 	CU_ASSERT(acct_int(meta, false, "overrun_polls") > 0);
 	CU_ASSERT_PTR_NOT_NULL(why);
 	CU_ASSERT(why && !strncmp(why, "journal write failed: ", 22) && strstr(why, "File too large"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "DATA LOSS"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "journal write failed"));
+	/* (Whether samples then go missing is the emulated device's: gen A produces
+	 * when it is polled, so overrun polls may cost nothing; the feeder's side,
+	 * no free buffer at a poll, is what this asserts.) */
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "not absorbed by the spill queue: journal write failed"));
 	CU_ASSERT_FALSE(file_exists(journal)); /* cut back and removed: nothing waits in it */
 	json_decref(meta);
 }
