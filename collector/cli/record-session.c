@@ -622,6 +622,8 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		session_set_stop_reason(S, strsignal(rec_stop_signal));
 	cu.signals0 = rec_signal_count; /* a signal from now on abandons the catch-up */
 	rc = session_stop(S, err, sizeof(err));
+	if (cu.printed && cu.tty && !session_abandoned(S))
+		fputc('\n', stderr); /* end the progress line rewritten in place */
 	layout_done(layout, true);
 	if (!formats) {
 		rec_summary_stream(S, o, secs);
