@@ -318,6 +318,7 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		}
 		prime_free(&g->prime);
 	}
+	ses_spill_settle(S);
 	if (S->clock_running) {
 		pthread_mutex_lock(&S->lock);
 		S->clock_stop = true;

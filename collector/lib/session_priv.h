@@ -199,5 +199,7 @@ json_t *ses_spill_json(struct session *S, size_t i);
 const struct feeder_spill *ses_spill_opts(struct session *S, struct sgpu *g);
 /* Wait for the decoders to catch up from the spill queues, or abandon (session_spill.c). */
 void ses_catch_up(struct session *S);
+/* After the feeders finished: an abandoned catch-up that left nothing is no abandon. */
+void ses_spill_settle(struct session *S);
 
 #endif

@@ -96,6 +96,20 @@ void ses_catch_up(struct session *S)
 	}
 }
 
+void ses_spill_settle(struct session *S)
+{
+	if (!S->abandoned)
+		return;
+	/* An abandon that found nothing left (the decoders had just caught up) cost nothing. */
+	bool left = false;
+	for (size_t i = 0; i < S->ng; i++) {
+		const struct feeder_stats *fs = &S->g[i].fs;
+		if (S->g[i].have_fs && (fs->journal_left_bytes || fs->abandoned_bytes))
+			left = true;
+	}
+	S->abandoned = left;
+}
+
 json_t *ses_spill_json(struct session *S, size_t i)
 {
 	struct session_gpu_stats st;
