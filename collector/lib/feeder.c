@@ -352,7 +352,7 @@ int feeder_start(struct feeder **out, struct spm_stream *s, const struct spm_dev
 	f->maxbuf = o.nbuffers;
 	if (o.spill) {
 		/* The budget in whole buffers, plus the base that keeps rotating meanwhile. */
-		uint64_t extra = o.spill->mem_budget / f->size + 2;
+		uint64_t extra = o.spill->mem_budget / f->size + 4; /* + spill.c's SPARE_BUSY */
 		f->maxbuf = extra > FEEDER_MAX_POOL - f->base ? FEEDER_MAX_POOL : f->base + (uint32_t)extra;
 	}
 	f->bufs = calloc(f->maxbuf, sizeof(*f->bufs));

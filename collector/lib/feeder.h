@@ -94,6 +94,7 @@ struct feeder_stats {
 	uint64_t journal_bytes;  /* data bytes written to the journal */
 	uint64_t spill_mem_peak; /* most bytes of buffers held in memory for the consumer */
 	uint32_t spill_buffers;  /* buffers the pool grew to */
+	bool spill_pool_full;    /* the pool reached its budget (memory full) */
 	uint64_t abandoned_bytes; /* data bytes neither decoded nor in the journal after feeder_abandon */
 	uint64_t journal_left_bytes; /* data bytes left in the journal for `spmtap decode` */
 	int journal_error;       /* the journal's first write error (then: no more spilling) */

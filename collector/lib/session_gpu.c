@@ -296,7 +296,9 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		/* The host lost data although it could spill: say which resource ran out. */
 		if (st->spill && fs->overrun_polls)
 			snprintf(st->loss_reason, sizeof(st->loss_reason), "%s%s",
-				 fs->journal_error ? "journal write failed: " : "memory and disk full",
+				 fs->journal_error ? "journal write failed: "
+				 : fs->spill_pool_full ? "memory and disk full"
+						       : "the journal thread fell behind (CPU)",
 				 fs->journal_error ? fs->journal_errmsg : "");
 		if (fs->journal_kept)
 			snprintf(st->journal, sizeof(st->journal), "%s", g->journal);

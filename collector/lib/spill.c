@@ -53,8 +53,13 @@
 #include "le.h"
 #include "log.h"
 
-/* Free buffers the journal thread keeps for the feeder while the pool may grow. */
-#define SPARE_BUFFERS 2u
+/*
+ * Free buffers the journal thread keeps for the feeder while the pool may
+ * grow: more while buffers are waiting (the pool is growing then, and this
+ * thread, on a loaded host, may not run before the feeder's next polls).
+ */
+#define SPARE_IDLE 2u
+#define SPARE_BUSY 4u
 
 struct entry {
 	struct entry *next;
@@ -353,8 +358,9 @@ static void *journal_main(void *arg)
 		pthread_mutex_lock(&sp->lock);
 		bool room = !sp->jerr || sp->mem_bytes < sp->o.mem_budget;
 		bool ab = sp->abandon;
+		uint32_t spare = sp->head ? SPARE_BUSY : SPARE_IDLE;
 		pthread_mutex_unlock(&sp->lock);
-		while (room && !ab && spsc_count(&f->free) < SPARE_BUFFERS && feeder_grow(f) == 0)
+		while (room && !ab && spsc_count(&f->free) < spare && feeder_grow(f) == 0)
 			;
 		if (ab && !marked && sp->o.keep && sp->fd >= 0) {
 			mark_kept_taken(sp);
@@ -625,6 +631,7 @@ void spill_finish(struct feeder *f, struct feeder_stats *st)
 		st->journal_bytes = sp->journalled;
 		st->spill_mem_peak = sp->peak;
 		st->spill_buffers = atomic_load(&f->nbuf);
+		st->spill_pool_full = st->spill_buffers >= f->maxbuf;
 		st->abandoned_bytes = lost;
 		st->journal_left_bytes = left;
 		st->abandoned = sp->abandon;
