@@ -406,8 +406,8 @@ static json_int_t acct_int(json_t *meta, bool xcc, const char *key)
 /*
  * A writer stalled for 4 s while the recording runs 2.5 s (the 64-chunk output
  * queue of 4096-sample chunks and the default buffers hold about 1.6 s of it): with the spill
- * queue in memory (default budget) and with a 1 MiB budget, which puts
- * nearly everything through the journal.  Before this item the kernel
+ * queue in memory (default budget) and with a 16 MiB budget (two buffers),
+ * which puts nearly everything through the journal.  Before this item the kernel
  * dropped the stall's samples (the feeder found no free buffer).
  */
 static void stall_case(const char *tag, const char *spill)
@@ -481,7 +481,7 @@ static void stall_case(const char *tag, const char *spill)
 static void test_writer_stall(void)
 {
 	stall_case("mem", NULL);
-	stall_case("journal", "1M");
+	stall_case("journal", "16M");
 }
 
 /*
@@ -553,10 +553,11 @@ static void test_sigint_catchup(void)
 	snprintf(jcsv, sizeof(jcsv), "%s/journal.csv", dir);
 	const char *env[] = { tenv, "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=300:10000", NULL };
 	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
-			       "--duration", "3", "--spill-mem", "1M", NULL };
+			       "--duration", "3", "--spill-mem", "64M", NULL };
 	pid_t pid = spawn(args, env, err);
 	/* Until the progress line shows (bounded: the stall alone lasts 10 s; the output
-	 * queue takes the first ~1.5 s of data, the spill queue the rest). */
+	 * queue takes the first ~1.5 s of data, the spill queue the rest: 64 MiB in
+	 * memory, then the journal; the abandon appends the memory part to it). */
 	bool seen = false;
 	for (int i = 0; i < 600 && !seen; i++) {
 		struct timespec ts = { 0, 100 * 1000000L };
@@ -609,7 +610,14 @@ static void test_sigint_catchup(void)
 	json_t *meta2 = NULL;
 	meta_complete(dir, &meta2);
 	json_int_t flags = acct_int(meta2, true, "kernel_loss_flags");
-	CU_ASSERT_EQUAL(acct_int(meta2, false, "overrun_polls"), 0);
+	/* A disk slower than the ~100 MB/s here (the box's is shared) may fill the pool: then it says so. */
+	json_int_t overruns = acct_int(meta2, false, "overrun_polls");
+	json_t *a2 = json_array_get(json_object_get(meta2, "accounting"), 0);
+	const char *why = json_string_value(json_object_get(json_object_get(a2, "spill"), "loss_reason"));
+	if (overruns)
+		fprintf(stderr, "\n  sigint: %lld overrun polls: %s\n", (long long)overruns, why ? why : "(no reason!)");
+	CU_ASSERT(overruns == 0 || (why && !strcmp(why, "memory and disk full")));
+	CU_ASSERT(spill_int(meta2, "journal_left_bytes") > 0);
 	json_decref(meta2);
 	long long jflags = decode_flags(tf_peek(derr));
 	if ((flags > 0 || jflags > 0) && m.missing > NXCC)
