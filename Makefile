@@ -154,6 +154,12 @@ $(B)/tests/%: tests/%.c $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CAIRO_CFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit $(LIBS) $(CAIRO_LIBS)
 
+# libcapstone disassembles the marker fast path in one suite (tests/test_marker_code.c) and is
+# linked into nothing else; without it that suite says so and skips.
+CAPSTONE_LIBS := $(shell pkg-config --libs capstone 2>/dev/null)
+$(B)/tests/test_marker_code: private CPPFLAGS += $(if $(CAPSTONE_LIBS),-DHAVE_CAPSTONE)
+$(B)/tests/test_marker_code: private LIBS += $(CAPSTONE_LIBS)
+
 $(B)/bench/%: tests/bench/%.c $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS) $(CAIRO_LIBS)

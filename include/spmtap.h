@@ -37,10 +37,12 @@ SPMTAP_API void spmtap_set_print(spmtap_print_fn fn, void *user);
  *
  *     spmtap_region_begin("solve");  ...  spmtap_region_end();
  *
- * Regions nest, per thread; the time is CLOCK_BOOTTIME, the recording's.
- * Cheap enough around every kernel launch: no lock and no system call
- * (tens of ns, `make bench`).  Outside `spmtap record -- app` both are
- * no-ops.  A name is kept up to 43 bytes.  Fortran: include/spmtap_markers.f90.
+ * Regions nest, per thread; the time is CLOCK_BOOTTIME, the recording's
+ * (stamped with the TSC where it is constant and non-stop, and mapped by the
+ * recorder within a stated bound).  Cheap enough around every kernel launch:
+ * no lock, no call, no system call (under 30 ns a pair, `make bench`).
+ * Outside `spmtap record -- app` both are one branch.  A name is kept up to
+ * 43 bytes.  Fortran: include/spmtap_markers.f90.
  */
 SPMTAP_API void spmtap_region_begin(const char *name);
 SPMTAP_API void spmtap_region_end(void);

@@ -9,6 +9,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
+#include "collector/lib/marker_tsc.h"
 #include "lib/proc.h"
 #include "lib/testenv.h"
 #include "spmtap.h"
@@ -218,6 +220,94 @@ static void test_unbalanced(void)
 	free(g);
 }
 
+/*
+ * TSC stamps land where the clock says: each region's begin is taken
+ * between two CLOCK_BOOTTIME reads a and b, its end between b and c; the
+ * recorder's mapped times must lie in those brackets widened by the error
+ * bound it states (checked against clock reads, not the map against
+ * itself), over many poll intervals, so across many pairs.  Under
+ * SPMTAP_MARKER_CLOCK=boottime (the case below runs this one so) the stamps
+ * are clock reads and the bound is 0.
+ */
+#define NB 400
+
+static void test_tsc_within_bound(void)
+{
+	channel();
+	struct got *g = calloc(1, sizeof(*g));
+	mk_reader_poll(reader, NULL, NULL); /* what earlier cases left */
+	size_t first = 0;
+	static int64_t a[NB], b[NB], c[NB];
+	for (int i = 0; i < NB; i++) {
+		a[i] = boot_ns();
+		spmtap_region_begin("tb");
+		b[i] = boot_ns();
+		spmtap_region_end();
+		c[i] = boot_ns();
+		if (i % 20 == 19) {
+			mk_reader_poll(reader, collect, g);
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL); /* the next ones map through later pairs */
+		}
+	}
+	CU_ASSERT_EQUAL(mk_reader_finish(reader, boot_ns(), collect, g), 0);
+	struct mk_stats st;
+	mk_reader_stats(reader, &st);
+	char why[160];
+	const char *forced = getenv("SPMTAP_MARKER_CLOCK");
+	bool want_tsc = mk_tsc_usable(why, sizeof(why));
+	CU_ASSERT_EQUAL(st.clock_tsc, want_tsc);
+	if (forced && !strcmp(forced, "boottime"))
+		CU_ASSERT_FALSE(st.clock_tsc);
+	int64_t bound = st.clock_error_ns, worst = 0;
+	int k = 0, outside = 0;
+	for (size_t i = first; i < g->n && k < NB; i++) {
+		const struct mk_region *r = &g->r[i];
+		if (strcmp(r->name, "tb"))
+			continue;
+		/* how far outside its bracket each stamp landed (0 inside) */
+		int64_t d0 = r->start_ns < a[k] ? a[k] - r->start_ns : r->start_ns > b[k] ? r->start_ns - b[k] : 0;
+		int64_t d1 = r->end_ns < b[k] ? b[k] - r->end_ns : r->end_ns > c[k] ? r->end_ns - c[k] : 0;
+		int64_t d = d0 > d1 ? d0 : d1;
+		worst = d > worst ? d : worst;
+		outside += d > bound;
+		k++;
+	}
+	printf("\n    %d regions stamped with %s (%s): bound %" PRId64 " ns over %" PRIu64
+	       " pairs, worst distance outside the clock reads %" PRId64 " ns, %d beyond the bound ",
+	       k, st.clock_tsc ? "the TSC" : "clock_gettime", st.clock_why, bound, st.clock_pairs, worst, outside);
+	CU_ASSERT_EQUAL(k, NB);
+	CU_ASSERT_EQUAL(outside, 0);
+	if (st.clock_tsc) {
+		CU_ASSERT(st.clock_pairs >= NB / 20);
+		CU_ASSERT(bound > 0 && bound < 1000000); /* a bound of a millisecond would say nothing */
+		CU_ASSERT(st.tsc_hz > 1e8);
+	} else {
+		CU_ASSERT_EQUAL(bound, 0);
+	}
+	free(g);
+}
+
+/* The same in a process of its own forced to the clock call: the fallback where the TSC is not usable. */
+static void test_clock_fallback(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	CU_ASSERT_FATAL(n > 0);
+	self[n] = 0;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("SPMTAP_MARKER_CLOCK", "boottime", 1);
+		unsetenv(MK_ENV_FD);
+		execl(self, self, "tsc_within_bound", (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* ---- end to end: an application under spmtap record ---------------------------------------- */
 
 static int run(const char *const *argv, const char *errfile)
@@ -316,6 +406,18 @@ static void test_app_threads(void)
 		rows++;
 	fclose(f);
 	CU_ASSERT_EQUAL(rows, 3600);
+	/* The metadata says which clock stamped them and how far a mapped time can be off. */
+	json_t *m = json_load_file(path("threads/run_meta.json"), 0, NULL);
+	json_t *mk = json_object_get(m, "markers");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mk);
+	char why[160];
+	bool tsc = mk_tsc_usable(why, sizeof(why));
+	CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(mk, "clock")), tsc ? "tsc" : "CLOCK_BOOTTIME");
+	CU_ASSERT(json_is_integer(json_object_get(mk, "clock_error_ns")));
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(mk, "regions")), 3600);
+	if (tsc)
+		CU_ASSERT(json_integer_value(json_object_get(mk, "tsc_pairs")) > 0);
+	json_decref(m);
 }
 
 static const char *need_cxx(void)
@@ -411,6 +513,8 @@ int main(int argc, char **argv)
 		{ "threads_in_order", test_threads_in_order, NULL },
 		{ "full_ring", test_full_ring, NULL },
 		{ "unbalanced", test_unbalanced, NULL },
+		{ "tsc_within_bound", test_tsc_within_bound, NULL },
+		{ "clock_fallback", test_clock_fallback, NULL },
 		{ "app_threads", test_app_threads, NULL },
 		{ "cxx", test_cxx, need_cxx },
 		{ "fortran", test_fortran, need_fortran },

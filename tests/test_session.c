@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 
 #include "files.h"
+#include "pftrace.h"
 #include "proc.h"
 #include "testenv.h"
 
@@ -83,6 +84,82 @@ static long csv_check(const char *file, long *bad_order)
 	return rows;
 }
 
+/*
+ * The Perfetto trace holds, per GPU, XCC and counter, the samples of the CSV
+ * of the same run: as many, the same values and the same times (both
+ * summed), read back as trace_processor reads it (tests/lib/pftrace.c).
+ * Returns the number of (track, CSV column) pairs compared, or -1.
+ */
+static int pftrace_matches_csv(const char *trace, const char *csv, const char *const *names, int nnames)
+{
+	static struct pft_counter tr[256];
+	int ntr = pft_counters(trace, tr, 256);
+	FILE *f = fopen(csv, "r");
+	if (ntr < 0 || !f) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	char line[4096];
+	int col[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+	if (nnames > 8 || !fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return -1;
+	}
+	char *save = NULL;
+	int k = 0;
+	for (char *c = strtok_r(line, ",\n", &save); c; c = strtok_r(NULL, ",\n", &save), k++)
+		for (int j = 0; j < nnames; j++)
+			if (!strcmp(c, names[j]))
+				col[j] = k;
+	/* per GPU (< 4), XCC (< 16), name: samples, sum of values, sum of times */
+	static uint64_t n[4][16][8], sum[4][16][8], sum_ts[4][16][8];
+	memset(n, 0, sizeof(n));
+	memset(sum, 0, sizeof(sum));
+	memset(sum_ts, 0, sizeof(sum_ts));
+	while (fgets(line, sizeof(line), f)) {
+		char *cell[64];
+		int nc = 0;
+		for (char *p = line; nc < 64; nc++) {
+			cell[nc] = p;
+			char *e = strpbrk(p, ",\n");
+			if (!e)
+				break;
+			*e = 0;
+			p = e + 1;
+		}
+		unsigned g = (unsigned)atoi(cell[0]), x = (unsigned)atoi(cell[1]);
+		if (g >= 4 || x >= 16)
+			continue;
+		for (int j = 0; j < nnames; j++)
+			if (col[j] >= 0 && col[j] < nc && *cell[col[j]]) {
+				n[g][x][j]++;
+				sum[g][x][j] += strtoull(cell[col[j]], NULL, 10);
+				sum_ts[g][x][j] += strtoull(cell[2], NULL, 10);
+			}
+	}
+	fclose(f);
+	int compared = 0;
+	for (int t = 0; t < ntr; t++) {
+		unsigned g, x;
+		char name[128];
+		if (sscanf(tr[t].name, "GPU%u XCC%u %127s", &g, &x, name) != 3 || g >= 4 || x >= 16)
+			continue;
+		for (int j = 0; j < nnames; j++) {
+			if (strcmp(name, names[j]))
+				continue;
+			compared++;
+			if (tr[t].n != n[g][x][j] || tr[t].sum != (double)sum[g][x][j] ||
+			    tr[t].sum_ts != sum_ts[g][x][j]) {
+				fprintf(stderr, "\n    %s: pftrace %" PRIu64 " samples sum %.0f, csv %" PRIu64
+					" sum %" PRIu64 " ", tr[t].name, tr[t].n, tr[t].sum, n[g][x][j], sum[g][x][j]);
+				return -1;
+			}
+		}
+	}
+	return compared;
+}
+
 static void test_formats(void)
 {
 	const char *dir = path("fmt");
@@ -130,6 +207,11 @@ static void test_formats(void)
 		 "'name: \"GPU[01] XCC[0-9] \\(SQ_WAVES\\|TCC_HIT\\)\"'", dir);
 	if (!access("collector/proto/perfetto_trace.proto", R_OK))
 		CU_ASSERT_STRING_EQUAL(sh1(cmd), "14");
+	/* and its samples are the CSV's, track by track */
+	char trace[4096];
+	snprintf(trace, sizeof(trace), "%s/run.pftrace", dir);
+	const char *const counters[] = { "SQ_WAVES", "TCC_HIT" };
+	CU_ASSERT_EQUAL(pftrace_matches_csv(trace, csv, counters, 2), 14);
 	/* sensors in CSV */
 	snprintf(cmd, sizeof(cmd), "head -1 %s/run_smi.csv", dir);
 	CU_ASSERT_PTR_NOT_NULL(strstr(sh1(cmd), "gpu,host_ns,sensor_ts,"));

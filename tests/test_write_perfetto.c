@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * collector/lib/write_perfetto.c: a small trace read back by protoc (Debian's
- * protobuf tooling, as a child process) and by protobuf-c, packet by packet;
- * a 2-million-sample stream in bounded memory; a full disk (RLIMIT_FSIZE)
- * and /dev/full leave an error naming the file and a trace that parses.
+ * protobuf tooling, as a child process) and by protobuf-c, packet by packet,
+ * each sample's time and track resolved as trace_processor does (sequence
+ * defaults, the incremental clock; tests/lib/pftrace.c) and compared with what
+ * was written; a 2-million-sample stream in bounded memory; a full disk
+ * (RLIMIT_FSIZE) and /dev/full leave an error naming the file and a trace
+ * that parses.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,7 @@
 #include "collector/lib/writer.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
 #include "lib/files.h"
+#include "lib/pftrace.h"
 #include "lib/testenv.h"
 
 typedef Perfetto__Protos__Trace pf_trace;
@@ -135,6 +139,20 @@ static pf_trace *unpack_file(const char *p)
 	return t;
 }
 
+/* ---- a packet's time and track, by Perfetto's rules (tests/lib/pftrace.c) ---- */
+
+static struct pft_state rs;
+
+static int resolve(const pf_packet *p, uint64_t *ts, uint64_t *track)
+{
+	return pft_resolve(&rs, p, ts, track);
+}
+
+static void resolve_reset(void)
+{
+	memset(&rs, 0, sizeof(rs));
+}
+
 /* ---- protoc, as a child process ---- */
 
 static const char *protoc_path(void)
@@ -212,9 +230,14 @@ static void test_protoc_decode(void)
 	txt[n] = 0;
 	/* protoc prints unknown fields as bare numbers: there must be none. */
 	CU_ASSERT_PTR_NULL(strstr(txt, "\n  1: "));
-	CU_ASSERT_EQUAL(count(txt, "packet {"), count(txt, "trusted_packet_sequence_id: 1\n"));
-	CU_ASSERT_EQUAL(count(txt, "sequence_flags: 1\n"), 1);
-	CU_ASSERT_EQUAL(count(txt, "first_packet_on_sequence: true"), 1);
+	CU_ASSERT_EQUAL(count(txt, "packet {"), count(txt, "trusted_packet_sequence_id: "));
+	/* Sequence 1 and one per counter track (4), each cleared once, by its first packet. */
+	CU_ASSERT_EQUAL(count(txt, "sequence_flags: 1\n"), 5);
+	CU_ASSERT_EQUAL(count(txt, "first_packet_on_sequence: true"), 5);
+	CU_ASSERT_EQUAL(count(txt, "sequence_flags: 2\n"), N_SMALL); /* every sample */
+	CU_ASSERT_EQUAL(count(txt, "trace_packet_defaults {"), 4);
+	CU_ASSERT_EQUAL(count(txt, "is_incremental: true"), 4);
+	CU_ASSERT_EQUAL(count(txt, "timestamp_clock_id: 64\n"), 4);
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "name: \"spmtap\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "name: \"GPU0 AMD Instinct MI300A\""));
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "name: \"GPU0 XCC3\""));
@@ -236,7 +259,7 @@ static void test_protoc_decode(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "double_counter_value: 123.5\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "double_counter_value: 45.25\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "timestamp: 1000000000\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "timestamp: 1000001050\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "timestamp: 1000\n")); /* 1050 - 50: a delta */
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "timestamp: 1000000900\n")); /* slice end */
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "string_value: \"spmtap record -f perfetto"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "double_value: 100000000\n"));
@@ -275,18 +298,34 @@ static void test_protobuf_c_every_packet(void)
 	pf_trace *t = unpack_file(path("small2.pftrace"));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
 	struct track_info tracks[64];
-	size_t ntracks = 0, nev = 0, nslice = 0, ninstant = 0;
+	size_t ntracks = 0, nev = 0, nslice = 0, ninstant = 0, nstart = 0;
 	int64_t last_begin = -1;
+	resolve_reset();
 	for (size_t i = 0; i < t->n_packet; i++) {
 		const pf_packet *p = t->packet[i];
-		CU_ASSERT(p->has_trusted_packet_sequence_id && p->trusted_packet_sequence_id == 1);
-		CU_ASSERT_EQUAL(p->has_sequence_flags, i == 0);
+		uint64_t ts, track_uuid;
+		CU_ASSERT_EQUAL_FATAL(resolve(p, &ts, &track_uuid), 0);
 		if (i == 0) {
-			CU_ASSERT_EQUAL(p->sequence_flags, 1);
+			CU_ASSERT(p->has_sequence_flags && p->sequence_flags == 1);
 			CU_ASSERT(p->has_first_packet_on_sequence && p->first_packet_on_sequence);
 		}
-		CU_ASSERT_FALSE(p->has_timestamp_clock_id); /* the default: BOOTTIME */
-		CU_ASSERT((p->track_event != NULL) != (p->track_descriptor != NULL));
+		if (p->trusted_packet_sequence_id == 1) {
+			CU_ASSERT_EQUAL(p->has_sequence_flags, i == 0);
+			CU_ASSERT_FALSE(p->has_timestamp_clock_id); /* the default: BOOTTIME */
+			CU_ASSERT((p->track_event != NULL) != (p->track_descriptor != NULL));
+		}
+		if (p->trace_packet_defaults) {
+			/* A counter sequence's start: cleared, first, its track declared before. */
+			CU_ASSERT(p->has_sequence_flags && p->sequence_flags == 1 && p->first_packet_on_sequence);
+			CU_ASSERT(p->trusted_packet_sequence_id > 1);
+			CU_ASSERT_PTR_NULL(p->track_event);
+			const struct track_info *tr = track(tracks, ntracks, track_uuid);
+			CU_ASSERT(tr && tr->counter);
+			nstart++;
+			continue;
+		}
+		if (p->trusted_packet_sequence_id > 1) /* a sample: needs the sequence's state */
+			CU_ASSERT(p->has_sequence_flags && p->sequence_flags == 2);
 		if (p->track_descriptor) {
 			const Perfetto__Protos__TrackDescriptor *d = p->track_descriptor;
 			CU_ASSERT_FATAL(d->has_uuid && d->name && ntracks < 64);
@@ -299,9 +338,9 @@ static void test_protobuf_c_every_packet(void)
 			continue;
 		}
 		const pf_event *e = p->track_event;
-		CU_ASSERT_FATAL(e->has_type && e->has_track_uuid);
+		CU_ASSERT_FATAL(e && e->has_type);
 		CU_ASSERT(p->has_timestamp);
-		const struct track_info *tr = track(tracks, ntracks, e->track_uuid);
+		const struct track_info *tr = track(tracks, ntracks, track_uuid);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(tr);
 		switch (e->type) {
 		case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER: {
@@ -309,7 +348,7 @@ static void test_protobuf_c_every_packet(void)
 			const struct expect *x = &small_events[nev++];
 			CU_ASSERT(tr->counter);
 			CU_ASSERT_STRING_EQUAL(tr->name, x->track);
-			CU_ASSERT_EQUAL(p->timestamp, (uint64_t)x->ts);
+			CU_ASSERT_EQUAL(ts, (uint64_t)x->ts);
 			CU_ASSERT_EQUAL(e->has_counter_value, !x->is_double);
 			CU_ASSERT_EQUAL(e->has_double_counter_value, x->is_double);
 			if (x->is_double) {
@@ -355,9 +394,96 @@ static void test_protobuf_c_every_packet(void)
 	CU_ASSERT_EQUAL(nev, N_SMALL);
 	CU_ASSERT_EQUAL(nslice, 2);
 	CU_ASSERT_EQUAL(ninstant, 3);
+	CU_ASSERT_EQUAL(nstart, 4); /* one sequence per counter track */
 	/* root, GPU group, XCC group, 2 SPM + 2 sensor counters, phases */
 	CU_ASSERT_EQUAL(ntracks, 8);
 	perfetto__protos__trace__free_unpacked(t, NULL);
+}
+
+/*
+ * The hand-encoded sample packets: each is exactly what protobuf-c packs for
+ * the message it decodes to, and resolves to the time and value written,
+ * at the varint edges, INT64_MAX clamping, doubles, missing and skipped
+ * cells, and a time that goes back (written on BOOTTIME, absolute).
+ */
+static void test_hand_encoding(void)
+{
+	static const struct series_column cols[] = {
+		{ "A", "count", SERIES_U64 },
+		{ "P", "W", SERIES_F64 },
+	};
+	const struct series_stream s = {
+		.id = 3, .source = "spm", .gpu = 2, .xcc = 1, .ncols = 2, .cols = cols,
+	};
+	enum { N = 12 };
+	int64_t ts[N] = { T0, T0, T0 + 1, T0 + 128, T0 + 16511, T0 + 16511, T0 + 5, -1,
+			  T0 + 20000, T0 + 1000000000000LL, T0 + 1000000000000LL + 127, INT64_MAX };
+	uint64_t a[N] = { 0, 127, 128, 16383, 16384, UINT64_MAX, (uint64_t)INT64_MAX, 1, 2, 3, 4, 5 };
+	double pw[N] = { 0.0, -0.0, 1e-300, 123.456, NAN, INFINITY, -1.5, 2, 3, 4, 5, 6 };
+	uint64_t miss_a[] = { 1u << 3 }; /* a[3] missing */
+	const void *vals[] = { a, pw };
+	const uint64_t *miss[] = { miss_a, NULL };
+	struct series_chunk c = { &s, N, ts, NULL, vals, miss };
+	struct writer *w;
+	char err[512];
+	CU_ASSERT_EQUAL_FATAL(writer_perfetto.open(&w, path("hand.pftrace"), &meta, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(writer_perfetto.begin(w, &s, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(writer_perfetto.write(w, &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(writer_perfetto.end(w, err, sizeof(err)), 0);
+
+	size_t n;
+	uint8_t *b = (uint8_t *)tf_slurp(path("hand.pftrace"), &n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	size_t pos = 0, nsample = 0;
+	uint64_t seen_a = 0, seen_p = 0; /* bit i: sample i's cell was found */
+	resolve_reset();
+	while (pos < n) {
+		CU_ASSERT_EQUAL_FATAL(b[pos], 0x0a);
+		size_t p = pos + 1;
+		uint64_t len = 0;
+		unsigned shift = 0;
+		for (;;) {
+			uint8_t x = b[p++];
+			len |= (uint64_t)(x & 0x7f) << shift;
+			shift += 7;
+			if (!(x & 0x80))
+				break;
+		}
+		pf_packet *pk = perfetto__protos__trace_packet__unpack(NULL, len, b + p);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
+		uint64_t t, tr;
+		CU_ASSERT_EQUAL_FATAL(resolve(pk, &t, &tr), 0);
+		if (pk->track_event && pk->track_event->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER) {
+			uint8_t again[128];
+			size_t m = perfetto__protos__trace_packet__get_packed_size(pk);
+			CU_ASSERT_FATAL(m <= sizeof(again));
+			perfetto__protos__trace_packet__pack(pk, again);
+			CU_ASSERT(m == len && !memcmp(again, b + p, m));
+			/* which sample: the first of that time not yet seen on this track */
+			int dbl = pk->track_event->has_double_counter_value;
+			int found = 0;
+			for (int i = 0; i < N && !found; i++) {
+				uint64_t *seen = dbl ? &seen_p : &seen_a;
+				if (ts[i] < 0 || (uint64_t)ts[i] != t || (*seen >> i & 1))
+					continue;
+				if (dbl ? memcmp(&pk->track_event->double_counter_value, &pw[i], 8)
+					: pk->track_event->counter_value !=
+						  (int64_t)(a[i] > INT64_MAX ? INT64_MAX : a[i]))
+					continue;
+				*seen |= 1ull << i;
+				found = 1;
+			}
+			CU_ASSERT(found);
+			nsample++;
+		}
+		perfetto__protos__trace_packet__free_unpacked(pk, NULL);
+		pos = p + len;
+	}
+	free(b);
+	/* all but: a[3] missing, sample 7's time negative, P's NaN and inf */
+	CU_ASSERT_EQUAL(seen_a, 0xfffu & ~(1u << 3) & ~(1u << 7));
+	CU_ASSERT_EQUAL(seen_p, 0xfffu & ~(1u << 4) & ~(1u << 5) & ~(1u << 7));
+	CU_ASSERT_EQUAL(nsample, 2 * N - 5);
 }
 
 /* Metadata larger than the writer's buffer goes out whole. */
@@ -474,8 +600,8 @@ static void test_big_stream_bounded_memory(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
 	size_t np;
 	CU_ASSERT_EQUAL(walk_packets(b, n, &np), n);
-	/* root, instant, GPU1, GPU1 XCC0, the counter track, stream instant, samples */
-	CU_ASSERT_EQUAL(np, 6 + BIG_SAMPLES);
+	/* root, instant, GPU1, GPU1 XCC0, the counter track, stream instant, its sequence's start, samples */
+	CU_ASSERT_EQUAL(np, 7 + BIG_SAMPLES);
 	/* The last packet is the last sample. */
 	size_t pos = 0, last = 0;
 	for (size_t k = 0; k < np; k++) {
@@ -499,7 +625,7 @@ static void test_big_stream_bounded_memory(void)
 	pf_packet *p = perfetto__protos__trace_packet__unpack(NULL, n - last - hl, b + last + hl);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p->track_event);
-	CU_ASSERT_EQUAL(p->timestamp, (uint64_t)(T0 + (int64_t)(BIG_SAMPLES - 1) * 10000));
+	CU_ASSERT_EQUAL(p->timestamp, 10000); /* the time since the sample before */
 	CU_ASSERT_EQUAL(p->track_event->counter_value, (int64_t)(BIG_SAMPLES - 1) * 3);
 	perfetto__protos__trace_packet__free_unpacked(p, NULL);
 	free(b);
@@ -580,13 +706,16 @@ static void test_efbig_leaves_whole_packets(void)
 	/* The samples that made it are a gap-free prefix of those written. */
 	uint64_t want_a = 0, want_b = 1;
 	size_t ncounter = 0;
+	resolve_reset();
 	for (size_t i = 0; i < t->n_packet; i++) {
+		uint64_t ts, tr;
+		CU_ASSERT_EQUAL_FATAL(resolve(t->packet[i], &ts, &tr), 0);
 		const pf_event *e = t->packet[i]->track_event;
 		if (!e || e->type != PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER)
 			continue;
 		if (ncounter++ % 2 == 0) {
 			CU_ASSERT_EQUAL(e->counter_value, (int64_t)want_a);
-			CU_ASSERT_EQUAL(t->packet[i]->timestamp, (uint64_t)(T0 + (int64_t)want_a * 1000));
+			CU_ASSERT_EQUAL(ts, (uint64_t)(T0 + (int64_t)want_a * 1000));
 			want_a++;
 		} else {
 			CU_ASSERT_EQUAL(e->counter_value, (int64_t)want_b);
@@ -655,6 +784,7 @@ int main(int argc, char **argv)
 	static const struct testenv_case cases[] = {
 		{ "protoc_decode", test_protoc_decode, need_protoc },
 		{ "protobuf_c_every_packet", test_protobuf_c_every_packet, NULL },
+		{ "hand_encoding", test_hand_encoding, NULL },
 		{ "big_metadata", test_big_metadata, NULL },
 		{ "big_stream_bounded_memory", test_big_stream_bounded_memory, NULL },
 		{ "efbig_leaves_whole_packets", test_efbig_leaves_whole_packets, NULL },

@@ -242,6 +242,7 @@ static void summary(struct session *S, double secs)
 			" trailing, %" PRIu64 " pre-program bytes (first buffer)", st.gpu, pre, trail,
 			st.first_buffer_bytes);
 	}
+	rec_summary_cost(S);
 	/* The files of this run, under their final names (an earlier run's set is gone with it). */
 	for (const char *const *p = session_outputs(S); *p; p++)
 		fprintf(stderr, "spmtap record: wrote %s\n", *p);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collector/cli/record.h"
+#include "collector/lib/cost.h"
 #include "log.h"
 #include "spm/plan.h"
 
@@ -245,4 +246,16 @@ void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs
 	if (st.drain_capped)
 		pr_info("record", "the stop drain ended after %u calls with data still arriving",
 			st.drain_calls);
+	rec_summary_cost(S);
+}
+
+void rec_summary_cost(struct session *S)
+{
+	const struct cost *c = session_cost(S);
+	char line[512];
+	if (!c)
+		return;
+	cost_line(c, line, sizeof(line));
+	if (line[0])
+		fprintf(stderr, "spmtap record: cost: %s\n", line);
 }

@@ -79,6 +79,8 @@ uint64_t rec_now_ns(clockid_t c);
 void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs);
 /* -f outputs: GPU i's loss verdict, saturated counters and missed sensor deadlines (record-summary.c). */
 void rec_summary_gpu(struct session *S, size_t i, double secs);
+/* The cost line: the recorder's CPU per GB of SPM bytes, per stage, and memcpy's (cost.h). */
+void rec_summary_cost(struct session *S);
 
 /* Every mode of `spmtap record` is a session with writers (collector/lib/session.h). */
 int record_session(const struct rec_opts *o);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "collector/lib/aggregate.h"
+#include "collector/lib/cost.h"
 #include "collector/lib/decode_thread.h"
 #include "decoder/layout.h"
 #include "log.h"
@@ -54,6 +55,7 @@ struct dthr {
 	bool loss_next[DEC_MAX_XCC]; /* the previous part was flagged: this one may not continue it */
 
 	struct feeder *f;
+	uint64_t cpu_ns, part_cpu_ns; /* the thread's CPU, and of it the part callback's (cost.h) */
 	pthread_t tid;
 	bool started;
 	atomic_bool failed;
@@ -311,7 +313,9 @@ static void consume(struct dthr *t, struct feeder_buf *b)
 		const struct dec_part *p = &b->parts[i];
 		const unsigned char *data = (const unsigned char *)b->data + p->offset;
 		if (t->o.part && !t->error) {
+			uint64_t c0 = cost_thread_cpu_ns();
 			int rc = t->o.part(t->o.part_user, b, p, data);
+			t->part_cpu_ns += cost_thread_cpu_ns() - c0;
 			if (rc < 0) {
 				fail(t, rc, "");
 				continue;
@@ -336,7 +340,14 @@ static void *run(void *arg)
 			consume(t, b);
 		feeder_put(t->f, b);
 	}
+	t->cpu_ns = cost_thread_cpu_ns();
 	return NULL;
+}
+
+void dthr_cpu(const struct dthr *t, uint64_t *thread_ns, uint64_t *part_ns)
+{
+	*thread_ns = t->cpu_ns;
+	*part_ns = t->part_cpu_ns;
 }
 
 int dthr_start(struct dthr *t, struct feeder *f, char *err, size_t errlen)

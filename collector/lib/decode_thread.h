@@ -95,6 +95,11 @@ const char *dthr_error(const struct dthr *t);
 
 int dthr_stats(const struct dthr *t, uint32_t xcc, struct dthr_xcc *out);
 uint32_t dthr_sample_bytes(const struct dthr *t);
+/*
+ * After dthr_finish: the thread's CPU (CLOCK_THREAD_CPUTIME_ID) and, of it,
+ * the part callback's (the raw container's appends); 0 for inline use.
+ */
+void dthr_cpu(const struct dthr *t, uint64_t *thread_ns, uint64_t *part_ns);
 /* Samples lost so far over every XCC (the decoder's count), cheap from any thread. */
 uint64_t dthr_lost_live(const struct dthr *t);
 /*

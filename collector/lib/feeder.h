@@ -89,7 +89,7 @@ struct feeder_stats {
 	int error;               /* first error of the thread, 0 if none */
 	char errmsg[SPM_ERRLEN];
 	/* The spill queue (all 0 without one). */
-	uint64_t journal_cpu_ns; /* CPU time of the journal thread; 0 when none ran */
+	uint64_t journal_cpu_ns; /* CPU time of the journal thread, 0 when none ran (cost.h) */
 	uint64_t spilled_bytes;  /* data bytes that waited for the consumer (memory or journal) */
 	uint64_t journal_bytes;  /* data bytes written to the journal */
 	uint64_t spill_mem_peak; /* most bytes of buffers held in memory for the consumer */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Draining and pairing marker events (marker_reader.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,13 @@
 
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
+#include "collector/lib/marker_tsc.h"
 #include "log.h"
 
 #define MK_MAX_DEPTH 64u
 
 struct mk_open {
-	int64_t t_ns;
+	int64_t t_ns; /* BOOTTIME */
 	char name[MK_NAME];
 };
 
@@ -29,6 +31,8 @@ struct mk_reader {
 	struct mk_header *h;
 	struct mk_track tr[MK_SLOTS];
 	struct mk_stats st;
+	struct mk_tsc *tsc; /* the channel's clock is the TSC: its map to BOOTTIME */
+	char clock_why[160];
 };
 
 int mk_reader_create(struct mk_reader **out, int *fd, char *err, size_t errlen)
@@ -55,6 +59,14 @@ int mk_reader_create(struct mk_reader **out, int *fd, char *err, size_t errlen)
 		return spmtap_seterr(err, errlen, e, "cannot map the marker channel: %s", strerror(e));
 	}
 	r->h = p;
+	/* TSC stamps where the TSC is constant and non-stop; the first pair before the app can write. */
+	if (mk_tsc_usable(r->clock_why, sizeof(r->clock_why)) && mk_tsc_create(&r->tsc)) {
+		munmap(p, sizeof(struct mk_header));
+		close(r->fd);
+		free(r);
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+	}
+	r->h->clock = r->tsc ? MK_CLOCK_TSC : MK_CLOCK_BOOTTIME;
 	r->h->version = MK_VERSION;
 	r->h->nslots = MK_SLOTS;
 	r->h->nevents = MK_EVENTS;
@@ -93,7 +105,7 @@ static int mk_event(struct mk_reader *r, const struct mk_slot *s, const struct m
 		if (t->depth > d)
 			r->st.unmatched += t->depth - d; /* their ends were lost */
 		t->depth = d;
-		t->stack[d].t_ns = e->t_ns;
+		t->stack[d].t_ns = e->t;
 		memcpy(t->stack[d].name, e->name, MK_NAME);
 		t->stack[d].name[MK_NAME - 1] = 0;
 		t->depth = d + 1;
@@ -107,7 +119,7 @@ static int mk_event(struct mk_reader *r, const struct mk_slot *s, const struct m
 		return 0;
 	}
 	t->depth = d;
-	return mk_emit_open(r, s, d, e->t_ns, 0, emit, user);
+	return mk_emit_open(r, s, d, e->t, 0, emit, user);
 }
 
 int mk_reader_poll(struct mk_reader *r, mk_emit_fn emit, void *user)
@@ -115,16 +127,29 @@ int mk_reader_poll(struct mk_reader *r, mk_emit_fn emit, void *user)
 	uint32_t n = __atomic_load_n(&r->h->next_slot, __ATOMIC_RELAXED), most = 0;
 	if (n > MK_SLOTS)
 		n = MK_SLOTS;
+	/*
+	 * Every head first, then a (tsc, boottime) pair: each event up to these
+	 * heads took its stamp before its head was published, so before the
+	 * pair, and maps between two pairs, not beyond the last.
+	 */
+	uint64_t heads[MK_SLOTS];
 	for (uint32_t i = 0; i < n; i++) {
 		struct mk_slot *s = &r->h->slot[i];
-		if (!__atomic_load_n(&s->claimed, __ATOMIC_ACQUIRE))
-			continue; /* claimed a moment ago: its owner is still filling pid/tid */
-		uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+		heads[i] = __atomic_load_n(&s->claimed, __ATOMIC_ACQUIRE) ? __atomic_load_n(&s->head, __ATOMIC_ACQUIRE)
+									   : s->tail;
+	}
+	if (r->tsc)
+		mk_tsc_sample(r->tsc);
+	for (uint32_t i = 0; i < n; i++) {
+		struct mk_slot *s = &r->h->slot[i];
+		uint64_t head = heads[i]; /* unclaimed a moment ago: its owner was still filling pid/tid */
 		if (head - s->tail > most)
 			most = (uint32_t)(head - s->tail);
 		for (uint64_t tail = s->tail; tail < head; tail++) {
 			struct mk_event e = s->ev[tail & (MK_EVENTS - 1)];
 			__atomic_store_n(&s->tail, tail + 1, __ATOMIC_RELEASE);
+			if (r->tsc)
+				e.t = mk_tsc_to_ns(r->tsc, (uint64_t)e.t, NULL);
 			int rc = mk_event(r, s, &e, emit, user);
 			if (rc)
 				return rc < 0 ? rc : -ECANCELED;
@@ -159,6 +184,32 @@ void mk_reader_stats(const struct mk_reader *r, struct mk_stats *st)
 	st->dropped = 0;
 	for (uint32_t i = 0; i < st->threads; i++)
 		st->dropped += __atomic_load_n(&r->h->slot[i].dropped, __ATOMIC_RELAXED);
+	st->clock_tsc = r->tsc != NULL;
+	snprintf(st->clock_why, sizeof(st->clock_why), "%s", r->clock_why);
+	if (r->tsc) {
+		struct mk_tsc_stats ts;
+		mk_tsc_stats(r->tsc, &ts);
+		st->clock_error_ns = ts.max_err_ns;
+		st->clock_pairs = ts.pairs;
+		st->tsc_hz = ts.hz;
+	}
+}
+
+json_t *mk_reader_json(const struct mk_reader *r)
+{
+	struct mk_stats ms;
+	mk_reader_stats(r, &ms);
+	json_t *m = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I}", "threads", (int)ms.threads,
+			      "threads_refused", (json_int_t)ms.threads_refused, "events", (json_int_t)ms.events,
+			      "regions", (json_int_t)ms.regions, "dropped_events", (json_int_t)ms.dropped,
+			      "unmatched", (json_int_t)ms.unmatched, "unterminated", (json_int_t)ms.unterminated,
+			      "clock", ms.clock_tsc ? "tsc" : "CLOCK_BOOTTIME", "clock_why", ms.clock_why,
+			      "clock_error_ns", (json_int_t)ms.clock_error_ns);
+	if (m && ms.clock_tsc) {
+		json_object_set_new(m, "tsc_pairs", json_integer((json_int_t)ms.clock_pairs));
+		json_object_set_new(m, "tsc_hz", json_real(ms.tsc_hz));
+	}
+	return m;
 }
 
 void mk_reader_free(struct mk_reader *r)
@@ -167,5 +218,6 @@ void mk_reader_free(struct mk_reader *r)
 		return;
 	munmap(r->h, sizeof(struct mk_header));
 	close(r->fd);
+	mk_tsc_free(r->tsc);
 	free(r);
 }

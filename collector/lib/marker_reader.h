@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <jansson.h>
 
 struct mk_reader;
 
@@ -29,6 +30,11 @@ struct mk_stats {
 	uint64_t dropped;         /* events a full ring could not take */
 	uint64_t unmatched;       /* ends whose begin was lost, begins whose end was lost */
 	uint64_t unterminated;    /* regions still open at the end */
+	int clock_tsc;            /* events were stamped with the TSC and mapped to BOOTTIME (marker_tsc.h) */
+	char clock_why[160];      /* what chose the clock */
+	int64_t clock_error_ns;   /* the largest error bound of a mapped time; 0 with clock_gettime stamps */
+	uint64_t clock_pairs;     /* (tsc, boottime) pairs sampled */
+	double tsc_hz;
 };
 
 typedef int (*mk_emit_fn)(const struct mk_region *r, void *user);
@@ -44,6 +50,8 @@ int mk_reader_poll(struct mk_reader *r, mk_emit_fn emit, void *user);
 /* A last drain, then every region still open is emitted as ending at end_ns. */
 int mk_reader_finish(struct mk_reader *r, int64_t end_ns, mk_emit_fn emit, void *user);
 void mk_reader_stats(const struct mk_reader *r, struct mk_stats *st);
+/* The metadata's `markers` note (docs/markers.md): the counters above and the clock. */
+json_t *mk_reader_json(const struct mk_reader *r);
 void mk_reader_free(struct mk_reader *r);
 
 #endif

@@ -9,8 +9,14 @@
  * children, which inherit both) claims one slot on its first call, with one
  * atomic add, and owns it from then on: a single-producer ring of fixed-size
  * events whose head only that thread advances and whose tail only the
- * reader advances.  So the hot path is a clock read (vDSO, no syscall), a
- * 64-byte store and a release store of the head: no lock, no system call.
+ * reader advances.  So the hot path is a time stamp, a 64-byte store and a
+ * release store of the head: no lock, no system call.
+ *
+ * The time stamp is the clock the recorder chose in the header: CLOCK_BOOTTIME
+ * ns from clock_gettime, or, where the TSC is constant and non-stop (x86-64),
+ * the raw TSC, which costs a few ns instead of a vDSO call; the recorder then
+ * maps TSC to BOOTTIME from (tsc, boottime) pairs it samples itself
+ * (marker_tsc.h) and states the error bound.
  * A full ring drops the event and counts it in the slot; a thread beyond
  * the last slot counts itself in the header.  Nothing is dropped silently.
  */
@@ -20,16 +26,18 @@
 #include <stdint.h>
 
 #define MK_MAGIC 0x314B524D54504Dull /* "MPTMRK1" */
-#define MK_VERSION 1u
+#define MK_VERSION 2u /* 2: the header's clock; events may carry TSC */
 #define MK_SLOTS 256u
 #define MK_EVENTS 4096u  /* per slot, a power of two */
 #define MK_NAME 44u      /* bytes of a name kept, NUL included */
 #define MK_ENV_FD "SPMTAP_MARKERS_FD"
 
 enum mk_kind { MK_BEGIN = 1, MK_END = 2 };
+/* What an event's t holds, for the whole channel: set by the recorder before the magic. */
+enum mk_clock { MK_CLOCK_BOOTTIME = 0, MK_CLOCK_TSC = 1 };
 
 struct mk_event {
-	int64_t t_ns;       /* CLOCK_BOOTTIME */
+	int64_t t;          /* CLOCK_BOOTTIME ns, or TSC ticks (the header's clock) */
 	uint32_t kind;      /* enum mk_kind */
 	uint32_t depth;     /* nesting depth of the region this event opens or closes, from 0 */
 	uint32_t seq;       /* per-slot event number: a gap shows drops to the reader */
@@ -53,7 +61,7 @@ struct mk_header {
 	uint64_t magic;
 	uint32_t version, nslots, nevents, event_bytes;
 	uint32_t next_slot;       /* slots handed out so far (may exceed nslots) */
-	uint32_t pad;
+	uint32_t clock;           /* enum mk_clock: what the writers stamp events with */
 	uint64_t threads_refused; /* threads that found no free slot: their markers are lost, counted */
 	uint8_t pad1[24];
 	struct mk_slot slot[MK_SLOTS];

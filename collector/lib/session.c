@@ -351,13 +351,7 @@ int session_stop(struct session *S, char *err, size_t errlen)
 	json_decref(acc);
 	char *mks = NULL;
 	if (S->mk) {
-		struct mk_stats ms;
-		mk_reader_stats(S->mk, &ms);
-		json_t *m = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "threads", (int)ms.threads,
-				      "threads_refused", (json_int_t)ms.threads_refused, "events", (json_int_t)ms.events,
-				      "regions", (json_int_t)ms.regions, "dropped_events", (json_int_t)ms.dropped,
-				      "unmatched", (json_int_t)ms.unmatched, "unterminated",
-				      (json_int_t)ms.unterminated);
+		json_t *m = mk_reader_json(S->mk);
 		mks = json_dumps(m, JSON_COMPACT);
 		json_decref(m);
 	}

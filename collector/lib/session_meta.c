@@ -349,5 +349,72 @@ json_t *ses_raw_end_json(struct session *S)
 	if (decoded)
 		merge(end, json_pack("{s:I, s:i, s:I}", "samples", (json_int_t)samples,
 			"sample_bytes", (int)st.sample_size, "lost_samples", (json_int_t)lost));
+	/* The recording's cost, as NAME_meta.json has it (docs/formats/meta-cost.md). */
+	if (end)
+		json_object_set_new(end, "cost", cost_json(ses_cost(S)));
 	return end;
+}
+
+/*
+ * The recording's cost per stage (cost.h, docs/formats/meta-cost.md):
+ * every thread's CPU from its own clock, read when it ended; the writers'
+ * from their calls (session_threads.c, session_outputs.c).  Gathered once,
+ * after every thread has ended, with the memcpy reference timed then.
+ */
+const struct cost *ses_cost(struct session *S)
+{
+	struct cost *c = &S->cost;
+	if (c->done)
+		return c;
+	uint64_t feeder = 0, decode = 0, raw = 0, journal = 0, sensors = 0;
+	bool any_dt = false;
+	for (size_t i = 0; i < S->ng; i++) {
+		struct sgpu *g = &S->g[i];
+		if (g->have_fs) {
+			c->bytes += g->fs.bytes;
+			feeder += g->fs.cpu_ns;
+			journal += g->fs.journal_cpu_ns;
+		}
+		if (g->dt && g->have_fs) {
+			uint64_t t, p;
+			dthr_cpu(g->dt, &t, &p);
+			decode += t > p ? t - p : 0;
+			raw += p;
+			any_dt = true;
+		}
+		if (g->smi) {
+			struct smi_sampler_stats ss;
+			smi_sampler_get_stats(g->smi, &ss);
+			sensors += ss.cpu_ns;
+		}
+	}
+	if (S->started) {
+		cost_add(c, "feeder", feeder);
+		if (any_dt)
+			cost_add(c, "decode", decode);
+		if (S->o.raw_path)
+			cost_add(c, "writer:raw", raw);
+		for (size_t k = 0; k < S->nw; k++) {
+			char name[40];
+			snprintf(name, sizeof(name), "writer:%s", S->wops[k]->name);
+			cost_add(c, name, S->wcpu_ns[k]);
+		}
+		if (journal)
+			cost_add(c, "journal", journal);
+		for (size_t i = 0; i < S->ng; i++)
+			if (S->g[i].smi) {
+				cost_add(c, "sensors", sensors);
+				break;
+			}
+		if (S->mk)
+			cost_add(c, "markers", S->mk_cpu_ns);
+		cost_add(c, "clock", S->clock_cpu_ns);
+	}
+	cost_finish(c);
+	return c;
+}
+
+const struct cost *session_cost(struct session *S)
+{
+	return S->stopped ? ses_cost(S) : NULL;
 }

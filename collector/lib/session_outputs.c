@@ -97,14 +97,7 @@ static json_t *live_accounting_json(struct session *S)
 
 static json_t *markers_json(struct session *S)
 {
-	struct mk_stats ms;
-	if (!S->mk)
-		return NULL;
-	mk_reader_stats(S->mk, &ms);
-	return json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "threads", (int)ms.threads,
-			 "threads_refused", (json_int_t)ms.threads_refused, "events", (json_int_t)ms.events,
-			 "regions", (json_int_t)ms.regions, "dropped_events", (json_int_t)ms.dropped,
-			 "unmatched", (json_int_t)ms.unmatched, "unterminated", (json_int_t)ms.unterminated);
+	return S->mk ? mk_reader_json(S->mk) : NULL;
 }
 
 static json_t *full_meta(struct session *S, bool final)
@@ -126,6 +119,8 @@ static json_t *full_meta(struct session *S, bool final)
 		json_t *mk = markers_json(S);
 		if (mk)
 			json_object_set_new(m, "markers", mk);
+		/* docs/formats/meta-cost.md: every thread has ended, the last flush is counted */
+		json_object_set_new(m, "cost", cost_json(ses_cost(S)));
 	} else {
 		json_object_set_new(m, "accounting", live_accounting_json(S));
 	}
@@ -164,8 +159,11 @@ int ses_meta_update(struct session *S, bool final, char *err, size_t errlen)
 	int frc = 0, rc = 0;
 	/* Rows first, then the metadata that counts them: the files hold at least what it says. */
 	for (size_t k = 0; k < S->nw && !frc; k++)
-		if (S->w[k] && S->wops[k]->flush)
+		if (S->w[k] && S->wops[k]->flush) {
+			uint64_t c0 = cost_thread_cpu_ns();
 			frc = S->wops[k]->flush(S->w[k], err, errlen);
+			S->wcpu_ns[k] += cost_thread_cpu_ns() - c0;
+		}
 	/*
 	 * At the end a failed flush (a full disk) still gets the metadata
 	 * written, saying "complete": false, with the accounting of what was
@@ -181,7 +179,9 @@ int ses_meta_update(struct session *S, bool final, char *err, size_t errlen)
 		rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	for (size_t k = 0; k < S->nw && text; k++)
 		if (S->w[k] && S->wops[k]->meta) {
+			uint64_t c0 = cost_thread_cpu_ns();
 			int r = S->wops[k]->meta(S->w[k], text, frc || rc ? NULL : err, frc || rc ? 0 : errlen);
+			S->wcpu_ns[k] += cost_thread_cpu_ns() - c0;
 			if (r < 0 && !rc)
 				rc = r;
 		}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "collector/lib/cost.h"
 #include "collector/lib/decode_thread.h"
 #include "collector/lib/prime.h"
 #include "collector/lib/session.h"
@@ -140,6 +141,14 @@ struct session {
 	bool start_ok, committed;
 	bool abandoned;           /* the catch-up was abandoned: the outputs say "complete": false */
 	int64_t meta_mono;        /* when the metadata was last rewritten (CLOCK_MONOTONIC) */
+	/*
+	 * CPU per stage (cost.h): wcpu_ns[k], writer k's calls (their thread's
+	 * clock, whichever thread calls); the clock and marker threads' own, set
+	 * when they end; cost, the metadata's "cost", once after the run.
+	 */
+	uint64_t wcpu_ns[SESSION_MAX_WRITERS];
+	uint64_t clock_cpu_ns, mk_cpu_ns;
+	struct cost cost;
 };
 
 /* The metadata and the files are brought up to date at least this often (docs/formats/csv.md). */
@@ -201,5 +210,10 @@ const struct feeder_spill *ses_spill_opts(struct session *S, struct sgpu *g);
 void ses_catch_up(struct session *S);
 /* After the feeders finished: an abandoned catch-up that left nothing is no abandon. */
 void ses_spill_settle(struct session *S);
+/*
+ * The cost per stage (cost.h), gathered and the memcpy reference timed the
+ * first time it is called, after every thread has ended; the same after.
+ */
+const struct cost *ses_cost(struct session *S);
 
 #endif

@@ -49,7 +49,9 @@ void *ses_writer_main(void *arg)
 		if (it->slice) {
 			for (size_t k = 0; k < S->nw && !atomic_load(&S->failed); k++) {
 				e[0] = 0;
+				uint64_t c0 = cost_thread_cpu_ns();
 				int rc = S->wops[k]->slice ? S->wops[k]->slice(S->w[k], it->slice, e, sizeof(e)) : 0;
+				S->wcpu_ns[k] += cost_thread_cpu_ns() - c0;
 				if (rc < 0)
 					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
 			}
@@ -61,7 +63,9 @@ void *ses_writer_main(void *arg)
 			bool ok = true;
 			for (size_t k = 0; k < S->nw; k++) {
 				e[0] = 0;
+				uint64_t c0 = cost_thread_cpu_ns();
 				int rc = S->wops[k]->write(S->w[k], &it->c, e, sizeof(e));
+				S->wcpu_ns[k] += cost_thread_cpu_ns() - c0;
 				if (rc < 0) {
 					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
 					ok = false;
@@ -116,6 +120,7 @@ void *ses_marker_main(void *arg)
 		if (most < (int)(MK_EVENTS / 4))
 			ses_sleep_ms(MARKER_POLL_MS);
 	}
+	S->mk_cpu_ns = cost_thread_cpu_ns();
 	return NULL;
 }
 
@@ -198,5 +203,6 @@ void *ses_clock_main(void *arg)
 		pthread_mutex_lock(&S->lock);
 	}
 	pthread_mutex_unlock(&S->lock);
+	S->clock_cpu_ns = cost_thread_cpu_ns();
 	return NULL;
 }

@@ -2,11 +2,15 @@
 /* The sensor sampler thread (smi_sampler.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
+#include "collector/lib/cost.h"
 #include "collector/lib/smi_sampler.h"
 #include "collector/lib/timebase.h"
 #include "log.h"
@@ -209,10 +213,42 @@ static bool sample(struct smi_sampler *s)
 
 #define STOP_SLICE_NS 20000000 /* 20 ms */
 
+/*
+ * A sampler thread wakes at its deadline and reads at once; what delays it
+ * shows as jitter in the sample times, and a delay past the next deadline
+ * as a missed one (docs/power.md, "Sampling interval and jitter").
+ *  - Timer slack: Linux lets a sleeping thread's wake-up be late by its
+ *    slack, 50 us by default, to batch timers; 1 ns asks for the deadline.
+ *  - Priority: with SPM streaming, the decode, feeder and writer threads
+ *    keep the cores busy, and a woken sampler waits its turn behind them
+ *    (ms on a loaded node).  SCHED_FIFO at the lowest real-time priority
+ *    lets it run when it wakes: it reads for tens of us per period and
+ *    sleeps, so it takes a few % of one core, and the kernel's real-time
+ *    throttling bounds even a runaway.  It needs CAP_SYS_NICE or an
+ *    RLIMIT_RTPRIO; refused, the sampler runs as before and says so once.
+ *    SPMTAP_SMI_RT=0 keeps it an ordinary thread.
+ */
+static void timing_setup(const struct smi_sampler *s)
+{
+	char name[16]; /* top -H and the bench see the samplers by name */
+	snprintf(name, sizeof(name), "spmtap-smi%u", s->o.gpu);
+	pthread_setname_np(pthread_self(), name);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	const char *e = getenv("SPMTAP_SMI_RT");
+	if (e && !strcmp(e, "0"))
+		return;
+	struct sched_param sp = { .sched_priority = sched_get_priority_min(SCHED_FIFO) };
+	int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (rc)
+		pr_info("smi", "GPU %u sensors: an ordinary thread, not SCHED_FIFO (%s): at short intervals a busy "
+			"node delays its reads", s->o.gpu, strerror(rc));
+}
+
 static void *thread_main(void *arg)
 {
 	struct smi_sampler *s = arg;
 	int64_t iv = (int64_t)s->o.interval_ns;
+	timing_setup(s);
 	int64_t next = mono_ns() + iv;
 	uint64_t wakes = 0;
 	s->st.first_deadline_ns = next;
@@ -257,6 +293,7 @@ static void *thread_main(void *arg)
 	}
 	s->st.mean_late_ns = wakes ? s->late_sum / (double)wakes : 0;
 	flush(s);
+	s->st.cpu_ns = cost_thread_cpu_ns();
 	return NULL;
 }
 

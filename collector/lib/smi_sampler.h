@@ -49,6 +49,7 @@ struct smi_sampler_stats {
 	int64_t first_deadline_ns, last_deadline_ns; /* CLOCK_MONOTONIC */
 	uint64_t distinct_sensor_ts;
 	struct dedt dedt;          /* counters of the derived power (dedt.n) */
+	uint64_t cpu_ns;           /* CPU time of the sampler thread, after it stopped (cost.h) */
 };
 
 struct smi_sampler;

@@ -2,6 +2,7 @@
 /* Streaming CSV writer for decoder chunks (write_csv.h, docs/decode-csv.md). */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,15 +71,85 @@ static void put(struct csv_writer *w, const char *s, size_t n)
 	w->len += n;
 }
 
+/* "00" .. "99": two digits per division, half the divisions of one at a time. */
+static const char digits2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+static const uint64_t pow10_u64[20] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+	100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+	10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+	100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
+};
+
+/* Decimal digits of v: log10 from the bit length (1233/4096 ~ log10(2)), corrected by one compare. */
+static inline unsigned int ndigits(uint64_t v)
+{
+	unsigned int t = ((unsigned int)(64 - __builtin_clzll(v | 1)) * 1233u) >> 12;
+	return t + (v >= pow10_u64[t]);
+}
+
+size_t csv_fmt_u64(char *p, uint64_t v)
+{
+	unsigned int n = v ? ndigits(v) : 1;
+	char *e = p + n;
+	while (v >= 100) {
+		uint64_t q = v / 100;
+		unsigned int r = (unsigned int)(v - q * 100);
+		v = q;
+		e -= 2;
+		memcpy(e, digits2 + 2 * r, 2);
+	}
+	if (v >= 10) {
+		e -= 2;
+		memcpy(e, digits2 + 2 * v, 2);
+	} else {
+		*--e = (char)('0' + v);
+	}
+	return n;
+}
+
+size_t csv_fmt_i64(char *p, int64_t v)
+{
+	if (v >= 0)
+		return csv_fmt_u64(p, (uint64_t)v);
+	*p = '-';
+	/* 0 - (uint64_t)v: INT64_MIN's magnitude without signed overflow. */
+	return 1 + csv_fmt_u64(p + 1, 0 - (uint64_t)v);
+}
+
+/*
+ * The shortest of 15, 16 or 17 digits that reads back as the same double
+ * (write_csv_series.c's sensor cells; docs/formats/csv.md).  An integral
+ * value below 10^15 in magnitude is what %.15g prints as an integer (its
+ * exponent is below the precision, trailing zeros go) and reads back
+ * exactly, so it takes the integer path; anything else (fractions, -0,
+ * huge, NaN, inf) still goes through snprintf: sensors are a few thousand
+ * cells a second, SPM counters are integers.
+ */
+size_t csv_fmt_f64(char *p, double v)
+{
+	if (v > -1e15 && v < 1e15) {
+		int64_t i = (int64_t)v;
+		if ((double)i == v && (i != 0 || !signbit(v)))
+			return csv_fmt_i64(p, i);
+	}
+	char b[40];
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(b, sizeof(b), "%.*g", prec, v);
+		if (strtod(b, NULL) == v)
+			break;
+	}
+	size_t n = strlen(b);
+	memcpy(p, b, n);
+	return n;
+}
+
 static void put_u64(struct csv_writer *w, uint64_t v)
 {
-	char tmp[20];
-	int i = 20;
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put(w, tmp + i, (size_t)(20 - i));
+	w->len += csv_fmt_u64(w->buf + w->len, v);
 }
 
 int csv_begin(struct csv_writer *w, const struct dec_column *cols, uint32_t ncols)
@@ -124,7 +195,8 @@ int csv_write(struct csv_writer *w, const struct dec_chunk *c)
 			if (reserve(w, CELL_MAX + 1))
 				return w->err;
 			w->buf[w->len++] = ',';
-			if (!dec_chunk_saturated(c, k, i))
+			/* A session chunk may have no bit set for a column (series.h: NULL = none). */
+			if (!c->saturated || !c->saturated[k] || !dec_chunk_saturated(c, k, i))
 				put_u64(w, c->values[k][i]);
 		}
 		w->buf[w->len++] = '\n';

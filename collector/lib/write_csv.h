@@ -7,6 +7,7 @@
 #ifndef SPMTAP_COLLECTOR_WRITE_CSV_H
 #define SPMTAP_COLLECTOR_WRITE_CSV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "decoder/decode.h"
@@ -29,5 +30,19 @@ int csv_sink(void *user, const struct dec_chunk *chunk);
 const char *csv_error(const struct csv_writer *w);
 uint64_t csv_rows(const struct csv_writer *w);
 void csv_close(struct csv_writer *w);
+
+/*
+ * The cell formatters of both CSV writers (no printf on a per-sample path,
+ * issue 15): each writes at p, without a terminating NUL, and returns the
+ * length.  The bytes are exactly printf's ("%" PRIu64, "%" PRId64, and for
+ * doubles the shortest of "%.15g", "%.16g", "%.17g" that reads back as the
+ * same double), which tests/test_write_csv.c checks against snprintf.
+ */
+#define CSV_U64_MAX 20u /* 18446744073709551615 */
+#define CSV_I64_MAX 20u /* -9223372036854775808 */
+#define CSV_F64_MAX 32u /* -2.2250738585072014e-308, "-nan" */
+size_t csv_fmt_u64(char *p, uint64_t v);
+size_t csv_fmt_i64(char *p, int64_t v);
+size_t csv_fmt_f64(char *p, double v);
 
 #endif

@@ -8,27 +8,38 @@
  *                      docs/formats/sensor-trace.md, so `spmtap report` reads it)
  * (the recording's metadata, DIR/NAME_meta.json, is the session's: it
  * lists these files.)  Each file is written as FINAL.part when the
- * writer_meta names a file set (outset.h); flush() pushes the stdio
- * buffers to the files (the session calls it at least once a second).
+ * writer_meta names a file set (outset.h); flush() pushes the buffered
+ * rows to the files (the session calls it at least once a second).
  * A source's file is created at its first stream; its header is the union
  * of the columns (by name, in declaration order) of every stream of that
  * source declared before its first chunk, so all streams are declared
  * first.  A stream that lacks a column leaves that cell empty, as does a
- * missing value.  Rows go straight to a stdio buffer: memory is bounded.
+ * missing value.  Rows are formatted by hand (write_csv.h's formatters,
+ * no printf per cell: stdio was half the collector's CPU, issue 15) into
+ * one fixed buffer per file, written out with write() when it fills:
+ * memory is bounded.
  */
 #include <errno.h>
-#include <inttypes.h>
-#include <signal.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector/lib/outset.h"
+#include "collector/lib/write_csv.h"
 #include "collector/lib/writer.h"
 
 #define CSVS_MAX_COLS 1024u
 #define CSVS_MAX_STREAMS 256u
+/* Big blocks for the SPM file (one write() per MiB); sensors and phases are slow. */
+#define CSVS_BUF_SPM (1u << 20)
+#define CSVS_BUF_SMALL (1u << 16)
+/* Longest fixed part of a row: gpu, xcc, host_ns, ticks and their commas. */
+#define CSVS_ROW_FIXED (10u + 1 + 11 + 1 + CSV_I64_MAX + 1 + CSV_U64_MAX + 2)
+_Static_assert(CSVS_ROW_FIXED + CSVS_MAX_COLS * (1 + CSV_F64_MAX) <= CSVS_BUF_SMALL,
+	       "the longest row fits every file's buffer");
 
 enum csvs_kind { CSVS_SPM, CSVS_SMI, CSVS_PHASES };
 
@@ -42,8 +53,9 @@ static const struct {
 
 struct csvs_file {
 	char *path;
-	FILE *f;
+	int fd; /* -1 until the file is created */
 	char *buf;
+	size_t len, cap;
 	enum csvs_kind kind;
 	bool header_done;
 	uint32_t ncols;
@@ -120,20 +132,26 @@ static int csvs_open(struct writer **out, const char *path, const struct writer_
 
 static int file_open(struct writer *w, struct csvs_file *cf, enum csvs_kind kind, char *err, size_t errlen)
 {
-	if (cf->f)
+	if (cf->buf)
 		return 0;
 	cf->kind = kind;
+	cf->fd = -1;
 	char *final = path_with(w->base, csvs_kinds[kind].suffix);
 	cf->path = final ? out_set_part(w->files, final) : NULL;
 	free(final);
 	if (!cf->path)
 		return fail(w, ENOMEM, err, errlen, "out of memory");
-	cf->f = fopen(cf->path, "we");
-	if (!cf->f)
+	/* What fopen(path, "we") did: the same flags and mode, so the same file. */
+	cf->fd = open(cf->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (cf->fd < 0)
 		return fail(w, errno, err, errlen, "%s: %s", cf->path, strerror(errno));
-	cf->buf = malloc(1 << 16);
-	if (cf->buf)
-		setvbuf(cf->f, cf->buf, _IOFBF, 1 << 16);
+	cf->cap = kind == CSVS_SPM ? CSVS_BUF_SPM : CSVS_BUF_SMALL;
+	cf->buf = malloc(cf->cap);
+	if (!cf->buf) {
+		close(cf->fd);
+		cf->fd = -1;
+		return fail(w, ENOMEM, err, errlen, "out of memory");
+	}
 	return 0;
 }
 
@@ -141,6 +159,65 @@ static int io_fail(struct writer *w, struct csvs_file *cf, char *err, size_t err
 {
 	int e = errno ? errno : EIO;
 	return fail(w, e, err, errlen, "%s: %s", cf->path, strerror(e));
+}
+
+/* The buffered rows to the file; on failure errno says why (ENOSPC for a short write of 0). */
+static int drain(struct csvs_file *cf)
+{
+	size_t off = 0;
+	while (off < cf->len) {
+		ssize_t n = write(cf->fd, cf->buf + off, cf->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = ENOSPC;
+			/* Keep what did not go out: a later flush must not write it twice. */
+			memmove(cf->buf, cf->buf + off, cf->len - off);
+			cf->len -= off;
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	cf->len = 0;
+	return 0;
+}
+
+/* Room for n more bytes (n <= cap), writing the buffer out first if needed. */
+static int room(struct writer *w, struct csvs_file *cf, size_t n, char *err, size_t errlen)
+{
+	if (cf->len + n <= cf->cap)
+		return 0;
+	return drain(cf) ? io_fail(w, cf, err, errlen) : 0;
+}
+
+static void put(struct csvs_file *cf, const char *s, size_t n)
+{
+	memcpy(cf->buf + cf->len, s, n);
+	cf->len += n;
+}
+
+/*
+ * Text of any length (a column or phase name), in pieces that fit the
+ * buffer; `clean` turns a comma or a line break into a space (the format
+ * has no quoting).
+ */
+static int put_text(struct writer *w, struct csvs_file *cf, const char *s, size_t n, bool clean,
+		    char *err, size_t errlen)
+{
+	while (n) {
+		int rc = room(w, cf, 1, err, errlen);
+		if (rc)
+			return rc;
+		size_t k = cf->cap - cf->len < n ? cf->cap - cf->len : n;
+		char *o = cf->buf + cf->len;
+		for (size_t i = 0; i < k; i++)
+			o[i] = clean && (s[i] == ',' || s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
+		cf->len += k;
+		s += k;
+		n -= k;
+	}
+	return 0;
 }
 
 static int csvs_begin(struct writer *w, const struct series_stream *s, char *err, size_t errlen)
@@ -189,31 +266,16 @@ static int header(struct writer *w, struct csvs_file *cf, char *err, size_t errl
 	if (cf->header_done)
 		return 0;
 	cf->header_done = true;
-	fputs(csvs_kinds[cf->kind].head, cf->f);
-	for (uint32_t k = 0; k < cf->ncols; k++) {
-		fputc(',', cf->f);
-		fputs(cf->cols[k], cf->f);
+	const char *head = csvs_kinds[cf->kind].head;
+	int rc = room(w, cf, strlen(head) + 1, err, errlen);
+	if (!rc)
+		put(cf, head, strlen(head));
+	for (uint32_t k = 0; k < cf->ncols && !rc; k++) {
+		rc = put_text(w, cf, ",", 1, false, err, errlen);
+		if (!rc)
+			rc = put_text(w, cf, cf->cols[k], strlen(cf->cols[k]), false, err, errlen);
 	}
-	if (fputc('\n', cf->f) == EOF)
-		return io_fail(w, cf, err, errlen);
-	return 0;
-}
-
-/*
- * The shortest of 15, 16 or 17 digits that reads back as the same double,
- * so a CSV recording holds exactly what the SQLite one does (the analysis
- * reads both, docs/formats/csv.md); 15 digits already show an energy
- * counter's 2^-16 J ticks at 10^7 J, so most values stay as short as before.
- */
-static void put_f64(FILE *f, double v)
-{
-	char b[40];
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(b, sizeof(b), "%.*g", prec, v);
-		if (strtod(b, NULL) == v)
-			break;
-	}
-	fputs(b, f);
+	return rc ? rc : put_text(w, cf, "\n", 1, false, err, errlen);
 }
 
 static int csvs_write(struct writer *w, const struct series_chunk *c, char *err, size_t errlen)
@@ -239,29 +301,39 @@ static int csvs_write(struct writer *w, const struct series_chunk *c, char *err,
 		inv[k] = -1;
 	for (uint32_t j = 0; j < s->ncols; j++)
 		inv[st->map[j]] = (int32_t)j;
-	char line[64];
+	/* "gpu,xcc," (SPM) or "gpu," (sensors): the same on every row of the chunk. */
+	char pre[32];
+	size_t npre = csv_fmt_u64(pre, s->gpu);
+	pre[npre++] = ',';
+	if (cf->kind == CSVS_SPM) {
+		npre += csv_fmt_i64(pre + npre, s->xcc);
+		pre[npre++] = ',';
+	}
+	/* A cell is a comma and at most a double's longest text. */
+	size_t row_max = CSVS_ROW_FIXED + (size_t)nc * (1 + CSV_F64_MAX);
 	for (uint32_t i = 0; i < c->n; i++) {
-		if (cf->kind == CSVS_SPM)
-			snprintf(line, sizeof(line), "%u,%d,%" PRId64 ",", s->gpu, s->xcc, c->host_ns[i]);
-		else
-			snprintf(line, sizeof(line), "%u,%" PRId64 ",", s->gpu, c->host_ns[i]);
-		fputs(line, cf->f);
+		if (cf->len + row_max > cf->cap && (rc = room(w, cf, row_max, err, errlen)))
+			return rc;
+		char *o = cf->buf + cf->len;
+		memcpy(o, pre, npre);
+		o += npre;
+		o += csv_fmt_i64(o, c->host_ns[i]);
+		*o++ = ',';
 		if (c->ticks)
-			fprintf(cf->f, "%" PRIu64, c->ticks[i]);
+			o += csv_fmt_u64(o, c->ticks[i]);
 		for (uint32_t k = 0; k < nc; k++) {
-			fputc(',', cf->f);
+			*o++ = ',';
 			int32_t j = inv[k];
 			if (j < 0 || series_missing(c, (uint32_t)j, i))
 				continue;
 			if (s->cols[j].type == SERIES_U64)
-				fprintf(cf->f, "%" PRIu64, series_u64(c, (uint32_t)j, i));
+				o += csv_fmt_u64(o, series_u64(c, (uint32_t)j, i));
 			else
-				put_f64(cf->f, series_f64(c, (uint32_t)j, i));
+				o += csv_fmt_f64(o, series_f64(c, (uint32_t)j, i));
 		}
-		fputc('\n', cf->f);
+		*o++ = '\n';
+		cf->len = (size_t)(o - cf->buf);
 	}
-	if (ferror(cf->f))
-		return io_fail(w, cf, err, errlen);
 	return 0;
 }
 
@@ -279,32 +351,37 @@ static int csvs_slice(struct writer *w, const struct series_slice *sl, char *err
 		rc = header(w, cf, err, errlen);
 	if (rc)
 		return rc;
-	fprintf(cf->f, "%" PRId64 ",%" PRId64 ",", sl->start_ns, sl->end_ns);
-	for (const char *p = sl->name && *sl->name ? sl->name : "(unnamed)"; *p; p++)
-		fputc(*p == ',' || *p == '\n' || *p == '\r' ? ' ' : *p, cf->f);
-	if (fputc('\n', cf->f) == EOF || ferror(cf->f))
-		return io_fail(w, cf, err, errlen);
-	return 0;
+	if ((rc = room(w, cf, 2 * CSV_I64_MAX + 2, err, errlen)))
+		return rc;
+	char *o = cf->buf + cf->len;
+	o += csv_fmt_i64(o, sl->start_ns);
+	*o++ = ',';
+	o += csv_fmt_i64(o, sl->end_ns);
+	*o++ = ',';
+	cf->len = (size_t)(o - cf->buf);
+	const char *name = sl->name && *sl->name ? sl->name : "(unnamed)";
+	rc = put_text(w, cf, name, strlen(name), true, err, errlen);
+	return rc ? rc : put_text(w, cf, "\n", 1, false, err, errlen);
 }
 
 static int csvs_flush(struct writer *w, char *err, size_t errlen)
 {
 	struct csvs_file *all[] = { &w->spm, &w->smi, &w->phases };
 	for (size_t i = 0; i < 3; i++)
-		if (all[i]->f && fflush(all[i]->f))
+		if (all[i]->buf && drain(all[i]))
 			return io_fail(w, all[i], err, errlen);
 	return 0;
 }
 
 static int file_close(struct writer *w, struct csvs_file *cf, int rc, char *err, size_t errlen)
 {
-	if (cf->f) {
+	if (cf->buf) {
 		if (!rc && !w->error)
 			rc = header(w, cf, err, errlen);
 		errno = 0;
-		int bad = fflush(cf->f) != 0 || ferror(cf->f);
+		int bad = drain(cf);
 		int e = errno;
-		if (fclose(cf->f) && !bad) {
+		if (close(cf->fd) && !bad) {
 			bad = 1;
 			e = errno;
 		}

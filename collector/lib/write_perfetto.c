@@ -4,10 +4,20 @@
  *
  * A Perfetto trace file is a Trace message, i.e. nothing but a sequence of
  * `packet` fields (field 1, length delimited), so each TracePacket is encoded
- * with protobuf-c (collector/proto/perfetto_trace.proto) as soon as it is
- * produced and appended to a fixed buffer that is written out when full.
- * Memory depends on the number of streams and slice tracks, never on the
- * duration.
+ * as soon as it is produced and appended to a fixed buffer that is written
+ * out when full.  Memory depends on the number of streams and slice tracks,
+ * never on the duration.
+ *
+ * Two kinds of packets.  The rare ones (tracks, metadata, slices, the start
+ * of a counter sequence) go through protobuf-c (collector/proto/
+ * perfetto_trace.proto) on sequence 1.  The samples, one TYPE_COUNTER event
+ * per cell, are encoded by hand (pf_write): protobuf-c's size-then-pack walk
+ * of its field descriptors cost ~200 ns per cell, most of the writer's CPU
+ * (tests/bench/bench_writers.c, notes in docs/formats/perfetto.md).  Each
+ * counter track has its own packet sequence whose first packet sets
+ * TracePacketDefaults (the track, and an incremental clock that starts equal
+ * to BOOTTIME), so a sample packet carries no track and only the time since
+ * the previous sample of its track: ~17 bytes instead of ~24.
  *
  * The buffer only ever holds whole packets.  If the disk fills (or the file
  * size limit is hit) part way through a write, the file is cut back to the
@@ -28,9 +38,15 @@
 #include "collector/lib/writer.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
 
-#define PF_BUF_BYTES (64u * 1024)
-/* The one packet sequence of the file (any nonzero id will do). */
+/* Big blocks: one write() per MiB of trace. */
+#define PF_BUF_BYTES (1024u * 1024)
+/* The sequence of tracks, metadata and slices; counter tracks count up from 2. */
 #define PF_SEQ_ID 1u
+/* Perfetto's BuiltinClock BOOTTIME, and the first sequence-scoped clock id. */
+#define PF_CLOCK_BOOTTIME 6u
+#define PF_CLOCK_INCREMENTAL 64u
+/* The longest hand-encoded counter packet (pf_write), with room to spare. */
+#define PF_CELL_MAX 64u
 /* Track uuids are small so that their varints stay short (2 bytes). */
 #define PF_UUID_ROOT 1u
 #define PF_UUID_FIRST 16u
@@ -43,11 +59,19 @@ typedef Perfetto__Protos__CounterDescriptor pf_counter;
 typedef Perfetto__Protos__TrackEvent pf_event;
 typedef Perfetto__Protos__DebugAnnotation pf_arg;
 
+/* A counter track and its packet sequence. */
+struct pf_col {
+	enum series_type type;
+	uint32_t seq;     /* trusted_packet_sequence_id */
+	bool started;     /* its first packet (defaults, clock) is written */
+	uint64_t last_ns; /* the sequence's incremental clock: the last time written on it */
+};
+
 struct pf_stream {
 	uint32_t id;
 	uint32_t ncols;
 	uint64_t first_uuid; /* column c is on track first_uuid + c */
-	enum series_type *types;
+	struct pf_col *cols;
 };
 
 /* A parent track: a GPU (xcc == -1) or one XCC of a GPU. */
@@ -73,6 +97,7 @@ struct writer {
 	size_t len;        /* bytes pending in buf, all whole packets */
 	bool first;        /* the next packet is the sequence's first */
 	uint64_t next_uuid;
+	uint32_t next_seq; /* the next counter track's sequence id */
 	int64_t meta_ns;   /* timestamp of the metadata instants */
 	uint64_t skipped;  /* cells not written: negative time, non-finite value */
 
@@ -212,21 +237,11 @@ static int flush(struct writer *w)
 	return n ? write_out(w, w->buf, n) : 0;
 }
 
-/* Encode one TracePacket as a Trace.packet field and queue it. */
-static int emit(struct writer *w, pf_packet *p)
+/* Encode one TracePacket (its sequence already set) as a Trace.packet field and queue it. */
+static int emit_packed(struct writer *w, pf_packet *p)
 {
 	if (w->err)
 		return w->err;
-	p->has_trusted_packet_sequence_id = 1;
-	p->trusted_packet_sequence_id = PF_SEQ_ID;
-	bool first = w->first;
-	if (first) {
-		p->has_sequence_flags = 1;
-		p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
-		p->has_first_packet_on_sequence = 1;
-		p->first_packet_on_sequence = 1;
-		w->first = false;
-	}
 	size_t body = perfetto__protos__trace_packet__get_packed_size(p);
 	size_t need = 1 + varint_len(body) + body;
 	int rc = 0;
@@ -250,6 +265,25 @@ static int emit(struct writer *w, pf_packet *p)
 			free(tmp);
 		}
 	}
+	return rc;
+}
+
+/* A packet of sequence 1, whose first packet clears its (empty) incremental state. */
+static int emit(struct writer *w, pf_packet *p)
+{
+	if (w->err)
+		return w->err;
+	p->has_trusted_packet_sequence_id = 1;
+	p->trusted_packet_sequence_id = PF_SEQ_ID;
+	bool first = w->first;
+	if (first) {
+		p->has_sequence_flags = 1;
+		p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
+		p->has_first_packet_on_sequence = 1;
+		p->first_packet_on_sequence = 1;
+		w->first = false;
+	}
+	int rc = emit_packed(w, p);
 	if (first) {
 		p->has_sequence_flags = 0;
 		p->has_first_packet_on_sequence = 0;
@@ -347,7 +381,7 @@ static int grow(void **arr, size_t *cap, size_t n, size_t elem)
 static void free_writer(struct writer *w)
 {
 	for (size_t i = 0; i < w->nstreams; i++)
-		free(w->streams[i].types);
+		free(w->streams[i].cols);
 	free(w->streams);
 	free(w->groups);
 	free(w->slice_tracks);
@@ -389,6 +423,7 @@ static int pf_open(struct writer **out, const char *path, const struct writer_me
 	}
 	w->first = true;
 	w->next_uuid = PF_UUID_FIRST;
+	w->next_seq = PF_SEQ_ID + 1;
 	w->meta_ns = meta ? meta->start_boottime_ns : 0;
 	if (w->meta_ns <= 0) {
 		struct timespec ts;
@@ -490,11 +525,11 @@ static int pf_begin(struct writer *w, const struct series_stream *s, char *err, 
 
 	if (grow((void **)&w->streams, &w->cap_streams, w->nstreams, sizeof(*w->streams)))
 		return -ENOMEM;
-	enum series_type *types = malloc(s->ncols * sizeof(*types));
+	struct pf_col *types = calloc(s->ncols, sizeof(*types));
 	if (!types)
 		return -ENOMEM;
 	for (uint32_t c = 0; c < s->ncols; c++)
-		types[c] = s->cols[c].type;
+		types[c] = (struct pf_col){ .type = s->cols[c].type, .seq = w->next_seq++ };
 
 	uint64_t parent = 0;
 	int rc = group(w, s, s->xcc, &parent);
@@ -550,9 +585,121 @@ static int pf_begin(struct writer *w, const struct series_stream *s, char *err, 
 		return failed(w, rc, err, errlen);
 	}
 	w->streams[w->nstreams++] = (struct pf_stream){
-		.id = s->id, .ncols = s->ncols, .first_uuid = first, .types = types,
+		.id = s->id, .ncols = s->ncols, .first_uuid = first, .cols = types,
 	};
 	return 0;
+}
+
+/*
+ * The first packet of a counter track's sequence: clears its incremental
+ * state and sets its defaults (the track; timestamps on clock 64) and clock
+ * 64 = BOOTTIME t0, incremental, as Perfetto's own SDK starts a sequence.
+ */
+static int start_sequence(struct writer *w, struct pf_col *pc, uint64_t track, uint64_t t0)
+{
+	Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
+	ted.has_track_uuid = 1;
+	ted.track_uuid = track;
+	Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	d.has_timestamp_clock_id = 1;
+	d.timestamp_clock_id = PF_CLOCK_INCREMENTAL;
+	d.track_event_defaults = &ted;
+	Perfetto__Protos__ClockSnapshot__Clock boot = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	boot.has_clock_id = boot.has_timestamp = 1;
+	boot.clock_id = PF_CLOCK_BOOTTIME;
+	boot.timestamp = t0;
+	Perfetto__Protos__ClockSnapshot__Clock inc = boot;
+	inc.clock_id = PF_CLOCK_INCREMENTAL;
+	inc.has_is_incremental = 1;
+	inc.is_incremental = 1;
+	Perfetto__Protos__ClockSnapshot__Clock *clocks[] = { &boot, &inc };
+	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	cs.n_clocks = 2;
+	cs.clocks = clocks;
+	pf_packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	p.has_trusted_packet_sequence_id = 1;
+	p.trusted_packet_sequence_id = pc->seq;
+	p.has_sequence_flags = 1;
+	p.sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
+	p.has_first_packet_on_sequence = 1;
+	p.first_packet_on_sequence = 1;
+	/* The packet's own time on BOOTTIME, not on the clock it defines. */
+	p.has_timestamp = p.has_timestamp_clock_id = 1;
+	p.timestamp = t0;
+	p.timestamp_clock_id = PF_CLOCK_BOOTTIME;
+	p.trace_packet_defaults = &d;
+	p.clock_snapshot = &cs;
+	int rc = emit_packed(w, &p);
+	if (!rc) {
+		pc->started = true;
+		pc->last_ns = t0;
+	}
+	return rc;
+}
+
+/*
+ * One cell as a TracePacket, by hand (at most PF_CELL_MAX bytes at o):
+ *   Trace.packet (1, len) {
+ *     timestamp (8): ns since the sequence's previous sample (clock 64)
+ *     trusted_packet_sequence_id (10)
+ *     track_event (11, len) { type (9) = TYPE_COUNTER,
+ *                             counter_value (30) | double_counter_value (44) }
+ *     sequence_flags (13) = SEQ_NEEDS_INCREMENTAL_STATE
+ *     [timestamp_clock_id (58) = 6, timestamp absolute: a time before it]
+ *   }
+ * in field number order, as protobuf-c packs the same message
+ * (tests/test_write_perfetto.c compares them byte for byte).
+ * The track is the sequence's default.  A time earlier than the previous
+ * one (which a stream's chunks never have) is written on BOOTTIME and
+ * leaves the incremental clock where it was.
+ */
+static size_t put_cell(uint8_t *o, struct pf_col *pc, uint64_t t, const struct series_chunk *c,
+		       uint32_t col, uint32_t i)
+{
+	uint8_t te[16];
+	size_t nte = 0;
+	te[nte++] = 0x48; /* type (9), varint */
+	te[nte++] = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	if (pc->type == SERIES_U64) {
+		uint64_t v = series_u64(c, col, i);
+		te[nte++] = 0xf0; /* counter_value (30), varint: tag 240 */
+		te[nte++] = 0x01;
+		nte += put_varint(te + nte, v > INT64_MAX ? INT64_MAX : v);
+	} else {
+		double d = series_f64(c, col, i);
+		uint64_t bits;
+		memcpy(&bits, &d, sizeof(bits));
+		te[nte++] = 0xe1; /* double_counter_value (44), fixed64: tag 353 */
+		te[nte++] = 0x02;
+		for (int b = 0; b < 8; b++)
+			te[nte++] = (uint8_t)(bits >> (8 * b)); /* little endian on the wire */
+	}
+	uint8_t *b = o + 2; /* after the Trace.packet tag and a one-byte length */
+	size_t n = 0;
+	b[n++] = 0x40; /* timestamp (8), varint */
+	bool back = t < pc->last_ns;
+	if (!back) {
+		n += put_varint(b + n, t - pc->last_ns);
+		pc->last_ns = t;
+	} else {
+		n += put_varint(b + n, t);
+	}
+	b[n++] = 0x50; /* trusted_packet_sequence_id (10), varint */
+	n += put_varint(b + n, pc->seq);
+	b[n++] = 0x5a; /* track_event (11), length delimited */
+	b[n++] = (uint8_t)nte;
+	memcpy(b + n, te, nte);
+	n += nte;
+	b[n++] = 0x68; /* sequence_flags (13), varint */
+	b[n++] = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	if (back) {
+		b[n++] = 0xd0; /* timestamp_clock_id (58), varint: tag 464 */
+		b[n++] = 0x03;
+		b[n++] = PF_CLOCK_BOOTTIME;
+	}
+	o[0] = 0x0a; /* Trace.packet (1), length delimited */
+	o[1] = (uint8_t)n; /* n < 128: at most 11 + 3 + 6 + 2 + 16 + 2 bytes */
+	return 2 + n;
 }
 
 static int pf_write(struct writer *w, const struct series_chunk *c, char *err, size_t errlen)
@@ -575,42 +722,28 @@ static int pf_write(struct writer *w, const struct series_chunk *c, char *err, s
 		if (!c->values[col])
 			return invalid(w, err, errlen, "a chunk with a column of no values");
 
-	pf_event e = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	e.has_type = 1;
-	e.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
-	e.has_track_uuid = 1;
-	pf_packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	p.has_timestamp = 1;
-	p.track_event = &e;
 	for (uint32_t i = 0; i < c->n; i++) {
 		int64_t t = c->host_ns[i];
 		if (t < 0) {
 			w->skipped += st->ncols;
 			continue;
 		}
-		p.timestamp = (uint64_t)t;
 		for (uint32_t col = 0; col < st->ncols; col++) {
 			if (series_missing(c, col, i))
 				continue;
-			e.track_uuid = st->first_uuid + col;
-			if (st->types[col] == SERIES_U64) {
-				uint64_t v = series_u64(c, col, i);
-				e.has_counter_value = 1;
-				e.counter_value = v > INT64_MAX ? INT64_MAX : (int64_t)v;
-				e.has_double_counter_value = 0;
-			} else {
-				double v = series_f64(c, col, i);
-				if (!isfinite(v)) {
-					w->skipped++;
-					continue;
-				}
-				e.has_double_counter_value = 1;
-				e.double_counter_value = v;
-				e.has_counter_value = 0;
+			struct pf_col *pc = &st->cols[col];
+			if (pc->type == SERIES_F64 && !isfinite(series_f64(c, col, i))) {
+				w->skipped++;
+				continue;
 			}
-			int rc = emit(w, &p);
-			if (rc)
-				return failed(w, rc, err, errlen);
+			if (!pc->started) {
+				int rc = start_sequence(w, pc, st->first_uuid + col, (uint64_t)t);
+				if (rc)
+					return failed(w, rc, err, errlen);
+			}
+			if (w->len + PF_CELL_MAX > PF_BUF_BYTES && flush(w))
+				return report(w, err, errlen);
+			w->len += put_cell(w->buf + w->len, pc, (uint64_t)t, c, col, i);
 		}
 	}
 	return 0;

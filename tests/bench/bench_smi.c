@@ -15,9 +15,19 @@
  * (b) Monitoring interval: one sampler per GPU, all four at once, at 1..100
  *     ms requested: achieved interval, jitter of consecutive host times,
  *     CPU time per read, value changes per metric.
+ * (c) Sensors at 1 ms while SPM streams: `spmtap record --device all --spm
+ *     ... --smi all --smi-interval 1ms` on the 4 GPUs (issue 15), its
+ *     sensor CSV read back: p99 |dt - 1 ms| of consecutive rows per GPU,
+ *     missed deadlines (the metadata's accounting), gaps over 2 ms, rows/s,
+ *     and the samplers' CPU (the metadata's cost stage "sensors", where the
+ *     recorder writes one); once as the recorder runs its samplers
+ *     (SCHED_FIFO where allowed) and once with SPMTAP_SMI_RT=0.
+ *     SPMTAP_BENCH_SMI_SECONDS (default 5), SPMTAP_BENCH_SMI_SPM_INTERVAL
+ *     (default: record's) change the run.  key=value lines.
  *
  * Prints only; no thresholds.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +43,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "collector/lib/smi_sampler.h"
 #include "collector/lib/smi_source.h"
@@ -400,6 +412,193 @@ static void bench_interval(void)
 		smi_probe_release(&p[g]);
 }
 
+/* ---- (c) 1 ms sensors while SPM streams ---------------------------- */
+
+static int cmp_i64c(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* One recording; prints smi_<tag>_* lines.  Never fails the bench: a problem is printed. */
+static void spm_smi_run(const char *tag, const char *rt)
+{
+	char exe[PATH_MAX], cli[PATH_MAX + 16], dir[] = "/tmp/spmtap-bench-smi-XXXXXX";
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || !mkdtemp(dir)) {
+		printf("# (c) %s: no build dir or temp dir\n", tag);
+		return;
+	}
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0; /* build/bench */
+	snprintf(cli, sizeof(cli), "%s/../spmtap", exe);
+	const char *secs = getenv("SPMTAP_BENCH_SMI_SECONDS") ? getenv("SPMTAP_BENCH_SMI_SECONDS") : "5";
+	const char *iv = getenv("SPMTAP_BENCH_SMI_SPM_INTERVAL");
+	char cmd[4 * PATH_MAX], log[PATH_MAX + 8];
+	snprintf(log, sizeof(log), "%s/log", dir);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("SPMTAP_SMI_RT", rt, 1);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		const char *args[32] = { cli, "record", "--device", "all", "--spm", "SQ_WAVES,SQ_CYCLES,TCC_HIT,TA_TA_BUSY",
+					 "--smi", "all", "--smi-interval", "1ms", "-d", dir, "-o", "s", "-f", "csv",
+					 "--duration", secs };
+		int na = 18;
+		if (iv) {
+			args[na++] = "--interval";
+			args[na++] = iv;
+		}
+		args[na] = NULL;
+		execv(cli, (char *const *)args);
+		_exit(127);
+	}
+	/*
+	 * The samplers' CPU, independent of what the recorder says of itself:
+	 * its threads named spmtap-smi* (smi_sampler.c), their utime + stime
+	 * from /proc, read every 50 ms while it runs (the last reading is at
+	 * most 50 ms before they end).
+	 */
+	double smi_cpu = 0;
+	int wst = 0, nthr = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	while (pid > 0 && waitpid(pid, &wst, WNOHANG) == 0) {
+		double sum = 0;
+		int nt = 0;
+		snprintf(cmd, sizeof(cmd), "/proc/%d/task", (int)pid);
+		DIR *td = opendir(cmd);
+		struct dirent *de;
+		while (td && (de = readdir(td))) {
+			char p2[PATH_MAX], comm[64] = "", stat[1024];
+			snprintf(p2, sizeof(p2), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+			FILE *cf = fopen(p2, "r");
+			if (!cf)
+				continue;
+			if (!fgets(comm, sizeof(comm), cf))
+				comm[0] = 0;
+			fclose(cf);
+			if (strncmp(comm, "spmtap-smi", 10))
+				continue;
+			snprintf(p2, sizeof(p2), "/proc/%d/task/%s/stat", (int)pid, de->d_name);
+			cf = fopen(p2, "r");
+			if (!cf)
+				continue;
+			size_t k = fread(stat, 1, sizeof(stat) - 1, cf);
+			fclose(cf);
+			stat[k] = 0;
+			/* fields after ") ": state is field 3; utime, stime are 14 and 15 */
+			char *q = strrchr(stat, ')');
+			unsigned long ut = 0, stt = 0;
+			if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) == 2) {
+				sum += (double)(ut + stt) / (double)hz;
+				nt++;
+			}
+		}
+		if (td)
+			closedir(td);
+		if (nt) {
+			smi_cpu = sum;
+			nthr = nt;
+		}
+		struct timespec ts = { 0, 50 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	int rc = pid > 0 && WIFEXITED(wst) ? WEXITSTATUS(wst) : -1;
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/s_smi.csv", dir);
+	FILE *f = fopen(path, "r");
+	if (rc || !f) {
+		printf("# (c) %s: spmtap record failed (%d); its output is in %s/log\n", tag, rc, dir);
+		if (f)
+			fclose(f);
+		return;
+	}
+	/* gpu,host_ns,... in time order per GPU */
+	static int64_t last[64], first[64], d[1 << 20];
+	static uint64_t nrow[64];
+	memset(last, 0, sizeof(last));
+	memset(nrow, 0, sizeof(nrow));
+	size_t nd = 0;
+	uint64_t gaps = 0;
+	char line[4096];
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		long g = strtol(line, &end, 10);
+		if (g < 0 || g >= 64 || *end != ',')
+			continue;
+		int64_t t = strtoll(end + 1, NULL, 10);
+		if (!nrow[g])
+			first[g] = t;
+		if (nrow[g]++ && nd < sizeof(d) / sizeof(d[0])) {
+			int64_t dt = t - last[g];
+			d[nd++] = llabs(dt - 1000000);
+			gaps += dt > 2000000;
+		}
+		last[g] = t;
+	}
+	fclose(f);
+	qsort(d, nd, sizeof(d[0]), cmp_i64c);
+	snprintf(path, sizeof(path), "%s/s_meta.json", dir);
+	json_t *m = json_load_file(path, 0, NULL);
+	uint64_t missed = 0, ngpu = 0;
+	json_t *a, *acc = json_object_get(m, "accounting");
+	size_t i;
+	json_array_foreach(acc, i, a) {
+		missed += (uint64_t)json_integer_value(json_object_get(a, "smi_missed_deadlines"));
+		ngpu++;
+	}
+	double sensors_cpu = -1;
+	json_t *st, *stages = json_object_get(json_object_get(m, "cost"), "stages");
+	json_array_foreach(stages, i, st)
+		if (!strcmp(json_string_value(json_object_get(st, "stage")) ? json_string_value(json_object_get(st, "stage")) : "", "sensors"))
+			sensors_cpu = json_number_value(json_object_get(st, "cpu_s"));
+	json_decref(m);
+	double dur = atof(secs);
+	uint64_t total = 0;
+	double rate = 0; /* rows per second of each GPU's own span, averaged */
+	for (int g = 0; g < 64; g++) {
+		total += nrow[g];
+		if (nrow[g] > 1)
+			rate += (double)(nrow[g] - 1) * 1e9 / (double)(last[g] - first[g]);
+	}
+	printf("smi_%s_gpus=%" PRIu64 "\n", tag, ngpu);
+	printf("smi_%s_rows_per_s_per_gpu=%.0f\n", tag, ngpu ? rate / (double)ngpu : 0.0);
+	printf("smi_%s_dt_p50_us=%.1f\n", tag, nd ? d[nd / 2] / 1e3 : 0.0);
+	printf("smi_%s_dt_p99_us=%.1f\n", tag, nd ? d[(nd * 99) / 100] / 1e3 : 0.0);
+	printf("smi_%s_dt_max_us=%.1f\n", tag, nd ? d[nd - 1] / 1e3 : 0.0);
+	printf("smi_%s_missed_deadlines=%" PRIu64 "\n", tag, missed);
+	printf("smi_%s_gaps_over_2ms=%" PRIu64 "\n", tag, gaps);
+	/* From /proc (threads spmtap-smi*), and as the recorder states it (metadata cost stage "sensors"). */
+	printf("smi_%s_sampler_threads=%d\n", tag, nthr);
+	printf("smi_%s_samplers_cpu_s=%.2f\nsmi_%s_samplers_cpu_pct_of_core=%.2f\n", tag, smi_cpu, tag,
+	       100.0 * smi_cpu / dur);
+	if (sensors_cpu >= 0)
+		printf("smi_%s_samplers_cpu_s_meta=%.3f\n", tag, sensors_cpu);
+	if (!total) {
+		printf("# (c) %s: no sensor rows; kept %s\n", tag, dir);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		printf("# could not remove %s\n", dir);
+}
+
+static void bench_spm_smi(void)
+{
+	printf("\n(c) sensors at 1 ms, all metrics, %d GPUs, while their SPM streams (spmtap record --device all, %s s)\n",
+	       NGPU, getenv("SPMTAP_BENCH_SMI_SECONDS") ? getenv("SPMTAP_BENCH_SMI_SECONDS") : "5");
+	spm_smi_run("rt", "1");
+	spm_smi_run("ordinary", "0");
+	printf("# dt: |host_ns[i] - host_ns[i-1] - 1 ms| over consecutive rows of each GPU; rt: samplers SCHED_FIFO "
+	       "where allowed (the default), ordinary: SPMTAP_SMI_RT=0\n");
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -413,7 +612,12 @@ int main(int argc, char **argv)
 	printf("bench_smi: %s, %ld CPUs, %s %s, %s; workload %s, sensor update %s us\n", PROFILE,
 	       sysconf(_SC_NPROCESSORS_ONLN), u.sysname, u.release, date, getenv("SPMTAP_EMU_WORKLOAD"),
 	       getenv("SPMTAP_EMU_SENSOR_UPDATE_US") ? getenv("SPMTAP_EMU_SENSOR_UPDATE_US") : "1000 (default)");
+	if (getenv("SPMTAP_BENCH_SMI_ONLY_SPM")) {
+		bench_spm_smi();
+		return 0;
+	}
 	bench_overhead();
 	bench_interval();
+	bench_spm_smi();
 	return 0;
 }
