@@ -15,7 +15,9 @@
  *    rest of the rows (the one sample per XCC the cut splits aside);
  *  - journal_full: a journal that cannot be written (EFBIG under
  *    RLIMIT_FSIZE, as ENOSPC on a full disk) ends spilling: loss is flagged
- *    as before and the summary and accounting say "journal write failed".
+ *    as before and the summary and accounting say "journal write failed";
+ *  - kill9_journal: kill -9 while catching up leaves .part outputs and a
+ *    journal `spmtap decode` reads.
  *
  * The CSV loader and the truth matcher are test_record_spm.c's (copied: that
  * suite's are static), the loader taught the -f csv header.
@@ -523,6 +525,62 @@ static void test_journal_full(void)
 	json_decref(meta);
 }
 
+/* The first child of pid (the recorder under the --emulate launcher), or -1. */
+static pid_t child_of(pid_t pid)
+{
+	char p[64], buf[256] = "";
+	snprintf(p, sizeof(p), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return -1;
+	bool ok = fgets(buf, sizeof(buf), f) != NULL;
+	fclose(f);
+	return ok && atoi(buf) > 0 ? (pid_t)atoi(buf) : -1;
+}
+
+/*
+ * kill -9 of the recorder while it catches up: the outputs stay .part files
+ * (test_outputs' guarantee) and the journal, which holds what was not decoded
+ * yet, is decodable.
+ */
+static void test_kill9_journal(void)
+{
+	char dir[4096], err[4096], journal[4200], jcsv[4200], derr[4200];
+	snprintf(dir, sizeof(dir), "%s", path("k9"));
+	snprintf(err, sizeof(err), "%s.err", dir);
+	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
+	snprintf(jcsv, sizeof(jcsv), "%s/journal.csv", dir);
+	snprintf(derr, sizeof(derr), "%s/decode.err", dir);
+	const char *env[] = { "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:8000", NULL };
+	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
+			       "--duration", "3", "--spill-mem", "16M", NULL };
+	pid_t pid = spawn(args, env, err);
+	bool seen = false;
+	for (int i = 0; i < 600 && !seen; i++) {
+		struct timespec ts = { 0, 100 * 1000000L };
+		nanosleep(&ts, NULL);
+		seen = strstr(tf_peek(err), "catching up") != NULL;
+	}
+	CU_ASSERT(seen);
+	pid_t rec = child_of(pid);
+	CU_ASSERT(rec > 0);
+	if (rec > 0)
+		kill(rec, SIGKILL);
+	tp_wait(pid);
+	CU_ASSERT(file_exists(journal));
+	char part[4200];
+	snprintf(part, sizeof(part), "%s/run_spm.csv.part", dir);
+	CU_ASSERT(file_exists(part));
+	const char *dargs[] = { spmtap, "decode", "-o", jcsv, journal, NULL };
+	int dst = tp_run(dargs, &(struct tp_opts){ .err = derr });
+	if (dst)
+		fprintf(stderr, "\n  spmtap decode: %d\n%s\n", dst, tf_peek(derr));
+	CU_ASSERT_EQUAL(dst, 0);
+	struct csv c = { 0 };
+	CU_ASSERT(csv_load(jcsv, &c) && c.whole && c.nrows > 0);
+	csv_free(&c);
+}
+
 /* "N loss-flagged regions" in `spmtap decode`'s report, or 0. */
 static long long decode_flags(const char *err)
 {
@@ -636,6 +694,7 @@ int main(int argc, char **argv)
 		{ "writer_stall", test_writer_stall, need_emulator },
 		{ "sigint_catchup", test_sigint_catchup, need_emulator },
 		{ "journal_full", test_journal_full, need_emulator },
+		{ "kill9_journal", test_kill9_journal, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(tmpdir))
