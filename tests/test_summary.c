@@ -255,9 +255,10 @@ static void test_verdict_lossless(void)
 /*
  * The reason follows the accounting: the writer when the decode thread waited
  * on the full output queue (output_queue_wait_s, at least 5 % of the run and
- * 0.1 s) and polls found no free buffer.  A 2.5 s writer stall makes it so on
- * an idle machine; on a loaded one the decoder may fall behind first, so the
- * reason is checked against the accounting, not assumed.
+ * 0.1 s) and polls found no free buffer.  Since the spill queue (issue 15
+ * item 3) a 2.5 s writer stall no longer makes it so: the data waits in
+ * memory, so the verdict must not blame the writer; loss on a loaded host
+ * is the poll thread's (kernel-flagged with a free buffer ready).
  */
 static void test_verdict_writer_stall(void)
 {
@@ -271,7 +272,16 @@ static void test_verdict_writer_stall(void)
 	uint64_t overrun = (uint64_t)json_integer_value(json_object_get(a, "overrun_polls"));
 	printf("\n    output queue full %.2f s, %" PRIu64 " overrun polls ", wait, overrun);
 	CU_ASSERT(wait > 0.1); /* the stall did block the decode thread */
-	CU_ASSERT(acc_sum(m, "lost_gap_samples") > 0);
+	/*
+	 * The spill queue absorbs a stalled writer (docs/architecture.md
+	 * "Back-pressure policy"): no poll finds every buffer taken unless the
+	 * spill queue says why (accounting[g].spill.loss_reason), and a loss
+	 * without overrun polls is not blamed on the writer.
+	 */
+	const char *why = json_string_value(json_object_get(json_object_get(a, "spill"), "loss_reason"));
+	CU_ASSERT(overrun == 0 || why != NULL);
+	if (!overrun)
+		CU_ASSERT_PTR_NULL(strstr(err, "because the writer fell behind"));
 	check_verdict(err, m);
 	if (overrun && wait >= 0.15) {
 		HAS(err, "because the writer fell behind");
@@ -279,8 +289,6 @@ static void test_verdict_writer_stall(void)
 	} else if (overrun) {
 		HAS(err, "because the decoder fell behind");
 	}
-	if (!strstr(err, "because the writer fell behind"))
-		fprintf(stderr, "\n%s\n", err);
 	json_decref(m);
 	free(err);
 }

@@ -74,19 +74,28 @@ const char cmd_record_usage[] =
 	"  --buffers N            destination buffers, 2..64 (default 3)\n"
 	"  --buffer-size BYTES    per buffer, k/M/G suffixes (default 8M); rounded to\n"
 	"                         whole 32-byte lines per XCC region\n"
+	"  --spill-mem SIZE       SPM data the decoder has not taken yet is held in\n"
+	"                         memory up to SIZE (default 1G or a quarter of the\n"
+	"                         RAM, whichever is less), then in the journal\n"
+	"                         NAME_journal.raw beside the outputs\n"
+	"  --keep-raw             keep the journal after the catch-up\n"
 	"\n"
 	"CSV: xcc,timestamp,<counters> (docs/cli/spmtap-record.md); timestamps are\n"
 	"raw GPU ticks.  A saturated value is an empty cell.\n"
 	"\n"
-	"Back-pressure: a buffer the decoder still holds is never handed back to the\n"
-	"kernel.  If no buffer is free at a poll, the armed one stays armed and the\n"
-	"kernel keeps filling it; when it is full the kernel flags loss, which the\n"
-	"summary reports (\"consumer overrun polls\") with the samples lost.\n"
+	"Back-pressure: the recorder never waits for an output.  Data the decoder or\n"
+	"a writer is not ready for waits in memory (--spill-mem) and then in the\n"
+	"journal; after the stop the outputs catch up from it, with a progress line\n"
+	"(Ctrl-C again stops the catch-up: the outputs are marked incomplete and the\n"
+	"journal is kept for `spmtap decode`).  Samples are lost only when memory\n"
+	"and disk cannot take the rate, or the journal cannot be written; the summary\n"
+	"says which.\n"
 	"\n"
 	"Exit status: 0 recording complete (also after Ctrl-C, and also with data\n"
 	"loss, which is printed as a warning); 1 device, stream or output error\n"
 	"(what was written stays readable); 2 SPM is held by another process;\n"
-	"64 bad command line or counter request.\n";
+	"64 bad command line or counter request; 130 the catch-up was stopped by a\n"
+	"second signal (outputs incomplete, the rest in the journal).\n";
 
 static int add_names(struct rec_opts *o, const char *arg)
 {
@@ -133,7 +142,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
 	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
-	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES };
+	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES, O_SPILL_MEM, O_KEEP_RAW };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -151,6 +160,8 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "spm-gen", required_argument, NULL, O_GEN },
 		{ "buffers", required_argument, NULL, O_BUFFERS },
 		{ "buffer-size", required_argument, NULL, O_BUFSIZE },
+		{ "spill-mem", required_argument, NULL, O_SPILL_MEM },
+		{ "keep-raw", no_argument, NULL, O_KEEP_RAW },
 		{ "spm", required_argument, NULL, O_SPM },
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "per-se", no_argument, NULL, O_PER_SE },
@@ -263,6 +274,14 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 				return EXIT_USAGE;
 			}
 			break;
+		case O_SPILL_MEM:
+			if (cli_parse_size(optarg, &o->spill_mem) < 0 || !o->spill_mem) {
+				fprintf(stderr, "spmtap record: --spill-mem %s: expected bytes, e.g. 1G or 256M\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case O_KEEP_RAW: o->keep_raw = true; break;
 		case O_SPM:
 			if (add_names(o, optarg) < 0) {
 				fprintf(stderr, "spmtap record: out of memory\n");

@@ -5,8 +5,13 @@
 #include "collector/cli/record.h"
 
 _Atomic int rec_stop_signal;
+_Atomic int rec_signal_count;
 
-static void on_signal(int sig) { rec_stop_signal = sig; }
+static void on_signal(int sig)
+{
+	rec_stop_signal = sig;
+	rec_signal_count++;
+}
 
 void rec_signals_install(void)
 {

@@ -130,8 +130,74 @@ static void status_line(struct session *S, bool tty, bool final)
 	fprintf(stderr, "\r\033[Kspmtap record: %6.1f s  %8.1f MB/s  %" PRIu64 " samples  %" PRIu64
 		"%s lost%s  %" PRIu64 " sensor samples  queue %u%s", p.seconds,
 		p.seconds > 0 ? (double)p.bytes / p.seconds / 1e6 : 0.0, p.samples, p.lost_samples,
-		full ? "+" : "", full ? " (queue full: the writer is behind, samples are being lost)" : "",
+		full ? "+" : "", full ? " (queue full: the writer is behind; the data waits in memory and the journal)" : "",
 		p.smi_samples, p.queue_depth, final ? "\n" : "");
+}
+
+/*
+ * The catch-up after the stop (session_opts.on_catchup): a progress line
+ * (rewritten on a terminal, every second otherwise), and a stop signal
+ * arriving during it abandons it.
+ */
+struct catchup {
+	bool tty;
+	int signals0;   /* stop signals before the catch-up began */
+	double last;    /* when the line was last printed */
+	bool printed;
+};
+
+static bool on_catchup(const struct session_catchup *c, void *user)
+{
+	struct catchup *x = user;
+	if (x->signals0 < 0)
+		x->signals0 = rec_signal_count;
+	if (rec_signal_count > x->signals0) {
+		if (x->printed && x->tty)
+			fputc('\n', stderr);
+		return true;
+	}
+	/* A catch-up of less than half a second is not worth a line. */
+	if (c->seconds < 0.5 || c->seconds - x->last < (x->tty ? 0.2 : 1.0))
+		return false;
+	x->last = c->seconds;
+	double done = (double)c->decoded_bytes, total = done + (double)c->left_bytes;
+	double rate = c->seconds > 0 ? done / c->seconds : 0;
+	char left[48];
+	if (rate > 0)
+		snprintf(left, sizeof(left), "%.0f s left", (double)c->left_bytes / rate);
+	else
+		snprintf(left, sizeof(left), "the output is stalled");
+	fprintf(stderr, "%sspmtap record: catching up: %.2f of %.2f GB decoded (%.2f GB in the journal), "
+		"%s; Ctrl-C again to stop and keep the journal%s", x->tty ? "\r\033[K" : "", done / 1e9,
+		total / 1e9, (double)c->journal_bytes / 1e9, left, x->tty ? "" : "\n");
+	x->printed = true;
+	return false;
+}
+
+/* DIR/NAME, or the -o file without its extension: the journal is BASE_journal.raw. */
+static char *journal_base(const struct rec_opts *o, bool formats, const char *outdir, const char *name)
+{
+	char *b = NULL;
+	if (formats) {
+		if (asprintf(&b, "%s/%s", outdir ? outdir : ".", name) < 0)
+			return NULL;
+		return b;
+	}
+	const char *out = o->out && strcmp(o->out, "-") ? o->out : "spmtap";
+	b = strdup(out);
+	char *slash = b ? strrchr(b, '/') : NULL;
+	char *dot = b ? strrchr(slash ? slash : b, '.') : NULL;
+	if (dot && dot != (slash ? slash + 1 : b))
+		*dot = 0;
+	return b;
+}
+
+/* 1 GiB or a quarter of the RAM, whichever is less (docs/cli/spmtap-record.md). */
+static uint64_t spill_default(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t quarter = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : (1ull << 30);
+	return quarter < (1ull << 30) ? quarter : (1ull << 30);
 }
 
 static void summary(struct session *S, double secs)
@@ -161,6 +227,13 @@ static void summary(struct session *S, double secs)
 			secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
 			st.tb_pairs, st.tb_rejected, tbw, st.tb_ppm);
 		rec_summary_gpu(S, i, secs);
+		if (st.loss_reason[0])
+			fprintf(stderr, "spmtap record: GPU %u: the loss was not absorbed by the spill queue: %s "
+				"(%.1f MB held in memory at most, %.1f MB through the journal)\n", st.gpu,
+				st.loss_reason, (double)st.spill_mem_peak / 1e6, (double)st.journal_bytes / 1e6);
+		else if (st.journal_bytes)
+			pr_info("record", "GPU %u: %.1f MB waited for the outputs in the journal (%.1f MB in memory at "
+				"most)", st.gpu, (double)st.journal_bytes / 1e6, (double)st.spill_mem_peak / 1e6);
 		if (gap || resync || flags)
 			pr_info("record", "GPU %u: ~%" PRIu64 " samples lost (timestamp gaps), %" PRIu64
 				" bytes dropped at resync, %" PRIu64 " region(s) flagged by the kernel, %" PRIu64
@@ -431,6 +504,8 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		}
 	}
 	cmdline = join_argv(o->argc, o->argv);
+	char *jbase = journal_base(o, formats, outdir, name);
+	struct catchup cu = { .tty = isatty(STDERR_FILENO), .signals0 = -1, .last = -1.0 };
 	struct session_opts so = {
 		.devs = t.devs, .ndev = t.ndev, .gpus = gpus, .ngpus = ngpus, .backend = t.ops, .submitter = o->submitter,
 		.counters = o->counters, .ncounters = o->ncounters, .interval = o->interval,
@@ -443,6 +518,8 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		.raw_path = o->raw ? o->out : NULL,
 		.ticks_csv = formats || o->raw ? NULL : o->out ? o->out : "-",
 		.device_spec = o->device, .duration_s = o->duration,
+		.spill_mem = o->spill_mem ? o->spill_mem : spill_default(), .journal_base = jbase,
+		.keep_raw = o->keep_raw, .on_catchup = on_catchup, .user = &cu,
 	};
 	struct emu_sched sched = { 0 };
 	char layout[4096] = ""; /* the tick CSV's layout file while its .part is pending */
@@ -544,13 +621,16 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		st = EXIT_FAIL;
 	if (rec_stop_signal)
 		session_set_stop_reason(S, strsignal(rec_stop_signal));
+	cu.signals0 = rec_signal_count; /* a signal from now on abandons the catch-up */
 	rc = session_stop(S, err, sizeof(err));
+	if (cu.printed && cu.tty && !session_abandoned(S))
+		fputc('\n', stderr); /* end the progress line rewritten in place */
 	layout_done(layout, true);
 	if (!formats) {
 		rec_summary_stream(S, o, secs);
 	} else {
 		summary(S, secs);
-		if (rec_stop_signal)
+		if (rec_stop_signal && !session_abandoned(S))
 			fprintf(stderr, "spmtap record: stopped by %s; counters stopped, data drained, "
 				"outputs complete\n", strsignal(rec_stop_signal));
 	}
@@ -564,9 +644,21 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 			ms.dropped, ms.threads_refused, MK_SLOTS, ms.unmatched);
 	if (sched.n)
 		fprintf(stderr, "spmtap record: %zu phases from the emulated workload's schedule\n", sched.n);
+	for (size_t i = 0; i < session_ngpus(S); i++) {
+		struct session_gpu_stats gs;
+		if (session_gpu_stats(S, i, &gs) == 0 && gs.journal[0] && session_abandoned(S))
+			fprintf(stderr, "spmtap record: GPU %u: catch-up stopped; the rest of the data: %s "
+				"(`spmtap decode %s` turns it into rows)\n", gs.gpu, gs.journal, gs.journal);
+		else if (gs.journal[0])
+			fprintf(stderr, "spmtap record: GPU %u: journal kept (--keep-raw): %s, every buffer that "
+				"waited on disk (all decoded into the outputs too)\n", gs.gpu, gs.journal);
+	}
 	if (rc < 0) {
 		outerr(err);
 		st = EXIT_FAIL;
+	} else if (session_abandoned(S)) {
+		fprintf(stderr, "spmtap record: the outputs are incomplete (\"complete\": false)\n");
+		st = 128 + SIGINT;
 	} else if (o->app) {
 		if (child > 0) { /* the duration ended first: the app keeps running, we wait for it */
 			int ws;
@@ -580,6 +672,7 @@ out:
 	free_phase_files(filep, nfilep);
 	session_close(S);
 	free(cmdline);
+	free(jbase);
 	cli_target_free(&t);
 	return st;
 }

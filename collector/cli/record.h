@@ -38,6 +38,8 @@ struct rec_opts {
 	uint64_t buffer_size;
 	bool raw;
 	bool size_given;
+	uint64_t spill_mem;                  /* --spill-mem (0: the default, rec_spill_default()) */
+	bool keep_raw;                       /* --keep-raw: keep the journal */
 	/* --spm */
 	char *spm_names;                     /* strdup'd --spm arguments, joined */
 	const char *counters[REC_MAX_COUNTERS];
@@ -65,6 +67,8 @@ struct rec_opts {
  * polls it; volatile orders nothing between threads (TSan reports it).
  */
 extern _Atomic int rec_stop_signal;
+/* Stop signals so far: one more during the catch-up after the stop abandons it. */
+extern _Atomic int rec_signal_count;
 /* Handlers for SIGINT/SIGTERM; threads started between block/unblock never take them. */
 void rec_signals_install(void);
 void rec_signals_block(sigset_t *old);

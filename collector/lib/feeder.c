@@ -16,8 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector/lib/feeder.h"
-#include "collector/lib/spsc.h"
+#include "collector/lib/feeder_priv.h"
 #include "log.h"
 
 #define MIN_PERIOD_US 1000u
@@ -28,26 +27,6 @@
 /* How long the drain waits for the consumer to give a buffer back. */
 #define DRAIN_WAIT_MS 2000
 
-struct feeder {
-	struct spm_stream *s;
-	struct spm_stream_shape shape; /* copied: the stream goes away before the consumer does */
-	uint32_t size, nbuf;
-	struct feeder_buf *bufs;
-	struct spsc retired, free;
-	pthread_t thread;
-	bool started;
-
-	pthread_mutex_t ctl_lock;
-	pthread_cond_t ctl_cond;
-	atomic_bool stop;
-
-	int64_t stall_at_ms, stall_ms; /* < 0: no stall */
-	/* Of the last buffer handed over, kept here because the consumer owns it now. */
-	uint32_t last_max_part, last_bytes;
-	bool last_loss;
-	struct feeder_stats st;        /* written by the thread; read after join */
-	struct feeder_buf *first;      /* armed by feeder_start, before the thread runs */
-};
 
 static uint64_t now_ns(clockid_t c)
 {
@@ -314,6 +293,38 @@ bad:
 			     "SPMTAP_FEEDER_STALL=%s: expected AT_MS:DUR_MS, e.g. 500:300", e);
 }
 
+int feeder_grow(struct feeder *f)
+{
+	uint32_t n = atomic_load(&f->nbuf);
+	if (n >= f->maxbuf)
+		return -ENOSPC;
+	struct feeder_buf *b = calloc(1, sizeof(*b));
+	/* Page-aligned and touched now, so the kernel's copy never faults pages in. */
+	if (!b || posix_memalign(&b->data, 4096, f->size)) {
+		free(b);
+		return -ENOMEM;
+	}
+	memset(b->data, 0, f->size);
+	b->size = f->size;
+	b->index = n;
+	f->bufs[n] = b;
+	atomic_store(&f->nbuf, n + 1);
+	spsc_push(&f->free, b); /* room for maxbuf */
+	return 0;
+}
+
+static void free_pool(struct feeder *f)
+{
+	if (!f->bufs)
+		return;
+	for (uint32_t i = 0; i < atomic_load(&f->nbuf); i++) {
+		free(f->bufs[i]->data);
+		free(f->bufs[i]);
+	}
+	free(f->bufs);
+	f->bufs = NULL;
+}
+
 int feeder_start(struct feeder **out, struct spm_stream *s, const struct spm_device *dev,
 		 const struct feeder_opts *opts, char *err, size_t errlen)
 {
@@ -337,25 +348,27 @@ int feeder_start(struct feeder **out, struct spm_stream *s, const struct spm_dev
 	f->s = s;
 	f->shape = *spm_stream_shape(s);
 	f->size = feeder_round_size(o.buffer_size, dev->num_xcc, NULL, 0);
-	f->nbuf = o.nbuffers;
-	f->bufs = calloc(f->nbuf, sizeof(*f->bufs));
-	if (!f->bufs || spsc_init(&f->retired, f->nbuf) < 0 || spsc_init(&f->free, f->nbuf) < 0) {
+	f->base = o.nbuffers;
+	f->maxbuf = o.nbuffers;
+	if (o.spill) {
+		/* The budget in whole buffers, plus the base that keeps rotating meanwhile. */
+		uint64_t extra = o.spill->mem_budget / f->size + 4; /* + spill.c's SPARE_BUSY */
+		f->maxbuf = extra > FEEDER_MAX_POOL - f->base ? FEEDER_MAX_POOL : f->base + (uint32_t)extra;
+	}
+	f->bufs = calloc(f->maxbuf, sizeof(*f->bufs));
+	atomic_init(&f->nbuf, 0);
+	if (!f->bufs || spsc_init(&f->retired, f->maxbuf) < 0 || spsc_init(&f->free, f->maxbuf) < 0) {
 		rc = spmtap_seterr(err, errlen, ENOMEM, "feeder: out of memory");
 		goto fail;
 	}
-	for (uint32_t i = 0; i < f->nbuf; i++) {
-		struct feeder_buf *b = &f->bufs[i];
-		/* Page-aligned and touched now, so the kernel's copy never faults pages in. */
-		if (posix_memalign(&b->data, 4096, f->size)) {
+	for (uint32_t i = 0; i < f->base; i++)
+		if (feeder_grow(f) < 0) {
 			rc = spmtap_seterr(err, errlen, ENOMEM,
-					   "feeder: cannot allocate %u buffers of %u bytes", f->nbuf, f->size);
+					   "feeder: cannot allocate %u buffers of %u bytes", f->base, f->size);
 			goto fail;
 		}
-		memset(b->data, 0, f->size);
-		b->size = f->size;
-		b->index = i;
-		spsc_push(&f->free, b);
-	}
+	if (o.spill && (rc = spill_start(f, o.spill, err, errlen)) < 0)
+		goto fail;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -395,10 +408,9 @@ int feeder_start(struct feeder **out, struct spm_stream *s, const struct spm_dev
 	*out = f;
 	return 0;
 fail:
-	if (f->bufs)
-		for (uint32_t i = 0; i < f->nbuf; i++)
-			free(f->bufs[i].data);
-	free(f->bufs);
+	if (f->sp)
+		spill_finish(f, NULL);
+	free_pool(f);
 	spsc_destroy(&f->retired);
 	spsc_destroy(&f->free);
 	free(f);
@@ -406,10 +418,12 @@ fail:
 }
 
 uint32_t feeder_buffer_size(const struct feeder *f) { return f->size; }
-uint32_t feeder_nbuffers(const struct feeder *f) { return f->nbuf; }
+uint32_t feeder_nbuffers(const struct feeder *f) { return f->base; }
 
 int feeder_next(struct feeder *f, struct feeder_buf **b, int timeout_ms)
 {
+	if (f->sp)
+		return spill_next(f, b, timeout_ms);
 	void *item;
 	int rc = spsc_pop(&f->retired, &item, timeout_ms);
 	if (rc == 0)
@@ -421,8 +435,23 @@ const struct spm_stream_shape *feeder_shape(const struct feeder *f) { return &f-
 
 void feeder_put(struct feeder *f, struct feeder_buf *b)
 {
-	if (b)
+	if (b && f->sp)
+		spill_put(f, b);
+	else if (b)
 		spsc_push(&f->free, b); /* cannot fail: room for every buffer */
+}
+
+void feeder_backlog(struct feeder *f, struct feeder_backlog *b)
+{
+	memset(b, 0, sizeof(*b));
+	if (f->sp)
+		spill_backlog(f, b);
+}
+
+void feeder_abandon(struct feeder *f)
+{
+	if (f->sp)
+		spill_abandon(f);
 }
 
 void feeder_request_stop(struct feeder *f)
@@ -442,11 +471,11 @@ int feeder_finish(struct feeder *f, struct feeder_stats *st)
 	 * the free queue is not needed because the wait is bounded. */
 	pthread_join(f->thread, NULL);
 	int rc = f->st.error;
+	if (f->sp)
+		spill_finish(f, &f->st);
 	if (st)
 		*st = f->st;
-	for (uint32_t i = 0; i < f->nbuf; i++)
-		free(f->bufs[i].data);
-	free(f->bufs);
+	free_pool(f);
 	spsc_destroy(&f->retired);
 	spsc_destroy(&f->free);
 	pthread_mutex_destroy(&f->ctl_lock);

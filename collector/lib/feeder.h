@@ -4,12 +4,17 @@
  * it at a polling period and hands retired buffers to one consumer through a
  * bounded queue.  The consumer gives each buffer back when it is done.
  *
- * Back-pressure (the one place it is decided; docs/cli/spmtap-record.md
- * repeats it): the feeder never re-arms a buffer the consumer owns.  When a
- * poll finds no free buffer, it leaves the current buffer armed and counts a
- * "consumer overrun poll"; the kernel keeps filling that buffer and, once it
- * is full, flags loss, which the loss accounting then measures.  The feeder
- * never blocks the kernel's copy and never drops a retired buffer.
+ * Back-pressure (docs/architecture.md "Back-pressure policy" states it): the
+ * feeder never re-arms a buffer the consumer owns and never waits.  With a
+ * spill queue (feeder_opts.spill, collector/lib/spill.c) retired buffers
+ * wait for the consumer in memory up to a budget and then in a raw journal
+ * on disk, written by the journal thread, so a slow consumer costs memory
+ * and disk, not samples.  Only when no buffer is free at a poll (no spill
+ * queue, or memory and disk cannot absorb the rate, or the journal cannot
+ * be written) does it leave the current buffer armed and count a "consumer
+ * overrun poll"; the kernel keeps filling that buffer and, once it is full,
+ * flags loss, which the loss accounting then measures.  The feeder never
+ * blocks the kernel's copy and never drops a retired buffer.
  */
 #ifndef SPMTAP_COLLECTOR_FEEDER_H
 #define SPMTAP_COLLECTOR_FEEDER_H
@@ -18,11 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/lib/rawfile.h"
 #include "decoder/frame.h"
 #include "spm/spm.h"
 
 #define FEEDER_DEFAULT_BUFFERS 3u
 #define FEEDER_MAX_BUFFERS 64u
+#define FEEDER_MAX_POOL 65536u /* buffers a spill queue may grow the pool to */
 #define FEEDER_DEFAULT_SIZE (8u << 20)
 #define FEEDER_MIN_SIZE 4096u
 
@@ -42,9 +49,28 @@ struct feeder_buf {
 	uint32_t index;       /* which of the feeder's buffers */
 };
 
+/*
+ * The spill queue between the feeder and its consumer (collector/lib/spill.c):
+ * retired buffers the consumer has not taken stay in memory up to mem_budget
+ * bytes (whole buffers), then the oldest of them go to the journal, a raw
+ * container (docs/raw-format.md) that `spmtap decode` reads, and come back
+ * from it in order.  Records the consumer has taken become RAWFILE_SKIP, so
+ * the journal holds what is still to decode; it is removed once the consumer
+ * has everything, unless `keep`.
+ */
+struct feeder_spill {
+	uint64_t mem_budget;        /* bytes of retired buffers held in memory */
+	const char *journal;        /* path; NULL: memory only (over budget: overrun, as without) */
+	struct rawfile_header hdr;  /* the journal's file header */
+	const char *meta_json;      /* its first record (the layout, for `spmtap decode`) */
+	bool keep;                  /* --keep-raw: the journal stays, every record in it */
+	bool skip_seq0;             /* buffer 0 is the pre-program one the consumer drops: not journalled */
+};
+
 struct feeder_opts {
 	uint32_t nbuffers;    /* 0: FEEDER_DEFAULT_BUFFERS */
 	uint64_t buffer_size; /* 0: FEEDER_DEFAULT_SIZE; rounded by feeder_round_size() */
+	const struct feeder_spill *spill; /* NULL: no spill queue (the consumer takes from the feeder) */
 };
 
 struct feeder_stats {
@@ -60,10 +86,29 @@ struct feeder_stats {
 	bool stalled;            /* SPMTAP_FEEDER_STALL fired */
 	uint32_t period_us;      /* last poll period */
 	uint64_t cpu_ns;         /* CPU time of the feeder thread (includes the kernel's copy) */
-	uint64_t journal_cpu_ns; /* CPU time of the journal thread, 0 when none ran (cost.h) */
-	uint64_t spilled_bytes;  /* bytes that went through the journal (issue 15 item 3) */
 	int error;               /* first error of the thread, 0 if none */
 	char errmsg[SPM_ERRLEN];
+	/* The spill queue (all 0 without one). */
+	uint64_t journal_cpu_ns; /* CPU time of the journal thread, 0 when none ran (cost.h) */
+	uint64_t spilled_bytes;  /* data bytes that waited for the consumer (memory or journal) */
+	uint64_t journal_bytes;  /* data bytes written to the journal */
+	uint64_t spill_mem_peak; /* most bytes of buffers held in memory for the consumer */
+	uint32_t spill_buffers;  /* buffers the pool grew to */
+	bool spill_pool_full;    /* the pool reached its budget (memory full) */
+	uint64_t abandoned_bytes; /* data bytes neither decoded nor in the journal after feeder_abandon */
+	uint64_t journal_left_bytes; /* data bytes left in the journal for `spmtap decode` */
+	int journal_error;       /* the journal's first write error (then: no more spilling) */
+	char journal_errmsg[SPM_ERRLEN];
+	bool journal_kept;       /* the journal file is left for `spmtap decode` (keep or abandon) */
+	bool abandoned;          /* feeder_abandon was called with data left */
+};
+
+/* What the consumer still has to take (feeder_backlog). */
+struct feeder_backlog {
+	uint64_t queued_bytes;   /* data bytes waiting: in memory and in the journal */
+	uint64_t journal_bytes;  /* of them, in the journal */
+	uint64_t taken_bytes;    /* data bytes the consumer has taken so far */
+	bool done;               /* the feeder has stopped and the consumer has taken everything */
 };
 
 struct feeder;
@@ -99,6 +144,15 @@ const struct spm_stream_shape *feeder_shape(const struct feeder *f);
 void feeder_put(struct feeder *f, struct feeder_buf *b);
 /* Ask the thread to drain and stop; returns at once. Safe to call twice. */
 void feeder_request_stop(struct feeder *f);
+/* Any thread: the spill queue's state (all 0 and done = false without one). */
+void feeder_backlog(struct feeder *f, struct feeder_backlog *b);
+/*
+ * Stop handing buffers to the consumer: feeder_next returns -ENODATA from
+ * now on, and every retired buffer not taken goes, in order, into the
+ * journal, which is kept (the second Ctrl-C of a catch-up).  No-op without
+ * a spill queue.
+ */
+void feeder_abandon(struct feeder *f);
 /* Wait for the thread, copy its statistics and free everything. */
 int feeder_finish(struct feeder *f, struct feeder_stats *st);
 

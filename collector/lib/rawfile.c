@@ -291,6 +291,7 @@ const struct rawfile_header *rawfile_header(const struct rawfile_reader *r) { re
 
 int rawfile_next(struct rawfile_reader *r, struct rawfile_record *rec, char *err, size_t errlen)
 {
+again:;
 	uint64_t left = r->size - r->off;
 	if (left == 0)
 		return 0;
@@ -322,6 +323,16 @@ int rawfile_next(struct rawfile_reader *r, struct rawfile_record *rec, char *err
 		if (x.length > r->h.buffer_size)
 			return bad(r, r->off, err, errlen, "SPM record longer than a buffer");
 		break;
+	case RAWFILE_SKIP: {
+		/* Records decoded already (a journal's): stepped over unread. */
+		uint64_t len = (uint64_t)x.length + pad8(x.length);
+		if (left - RAWFILE_REC_HEADER_SIZE < len) {
+			r->trailing = left;
+			return 0;
+		}
+		r->off += RAWFILE_REC_HEADER_SIZE + len;
+		goto again;
+	}
 	case RAWFILE_META:
 	case RAWFILE_END:
 		if (x.xcc || x.flags)

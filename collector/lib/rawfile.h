@@ -23,6 +23,12 @@ enum rawfile_type {
 	RAWFILE_SPM = 1,  /* one XCC region of one retired buffer */
 	RAWFILE_META = 2, /* JSON, first record */
 	RAWFILE_END = 3,  /* JSON summary, last record */
+	/*
+	 * Already decoded: a journal (collector/lib/spill.c) turns the first
+	 * header of a buffer's records into one of these once the recording has
+	 * decoded them; its payload is those records.  rawfile_next skips it.
+	 */
+	RAWFILE_SKIP = 4,
 };
 
 enum {

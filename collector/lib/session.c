@@ -190,7 +190,8 @@ int session_start(struct session *S, char *err, size_t errlen)
 		struct sgpu *g = &S->g[i];
 		if (!g->st)
 			continue;
-		struct feeder_opts fo = { .nbuffers = S->o.nbuffers, .buffer_size = g->size };
+		struct feeder_opts fo = { .nbuffers = S->o.nbuffers, .buffer_size = g->size,
+					  .spill = ses_spill_opts(S, g) };
 		char e[SES_ERRLEN] = "";
 		/* Without counters there is no program: the stream runs as it is (the emulator's pattern). */
 		if (g->plan)
@@ -296,6 +297,8 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		if (g->f)
 			feeder_request_stop(g->f);
 	}
+	/* Acquisition has ended; what waits in memory or the journal is decoded now, with progress. */
+	ses_catch_up(S);
 	for (size_t i = 0; i < S->ng; i++) {
 		struct sgpu *g = &S->g[i];
 		if (g->dt && g->f) {
@@ -315,6 +318,7 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		}
 		prime_free(&g->prime);
 	}
+	ses_spill_settle(S);
 	if (S->clock_running) {
 		pthread_mutex_lock(&S->lock);
 		S->clock_stop = true;
@@ -402,6 +406,8 @@ int session_stop(struct session *S, char *err, size_t errlen)
 }
 
 size_t session_ngpus(const struct session *S) { return S->ng; }
+
+bool session_abandoned(const struct session *S) { return S->abandoned; }
 
 const struct timebase *session_timebase(const struct session *S, size_t i)
 {

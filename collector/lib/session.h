@@ -34,6 +34,14 @@
 #define SESSION_QUEUE_DEFAULT 64u   /* chunks between the producers and the writer thread */
 #define SESSION_CLOCK_PERIOD_MS 100u
 
+/* The catch-up after a stop (session_opts.on_catchup). */
+struct session_catchup {
+	double seconds;          /* since the catch-up began */
+	uint64_t decoded_bytes;  /* SPM bytes taken by the decoders since then */
+	uint64_t left_bytes;     /* still waiting, all GPUs */
+	uint64_t journal_bytes;  /* of them in the journal */
+};
+
 struct session_opts {
 	const struct spm_device *devs;  /* every discovered device (the backend opens them all) */
 	size_t ndev;
@@ -73,6 +81,25 @@ struct session_opts {
 	void *user;
 	/* Every stream, before start (on the caller's thread). */
 	void (*on_stream)(const struct series_stream *s, void *user);
+	/*
+	 * The spill queue (feeder.h; docs/architecture.md "Back-pressure
+	 * policy"): spill_mem > 0 lets retired buffers the decoder has not taken
+	 * wait in memory, spill_mem bytes over all GPUs, and then in the journal
+	 * journal_base + "_journal.raw" (one GPU; with several,
+	 * journal_base + "_gpuI_journal.raw"), which session_stop waits to
+	 * catch up from.  journal_base NULL: memory only.  spill_mem 0: no
+	 * spill queue (a decoder behind makes the kernel flag loss).  keep_raw:
+	 * the journal is kept after the catch-up.
+	 */
+	uint64_t spill_mem;
+	const char *journal_base;
+	bool keep_raw;
+	/*
+	 * Called by session_stop about every 200 ms while the decoders catch up
+	 * from the spill queue; returning true abandons the catch-up: the rest
+	 * stays in the journal, the outputs end now, marked incomplete.
+	 */
+	bool (*on_catchup)(const struct session_catchup *c, void *user);
 	/*
 	 * Open the marker channel (docs/markers.md): an application started with
 	 * session_markers_fd() in SPMTAP_MARKERS_FD has its spmtap_region_begin/end
@@ -120,6 +147,14 @@ struct session_gpu_stats {
 	uint32_t tb_pairs, tb_rejected; /* pairs used, pairs rejected as disturbed */
 	double tb_rms_ns, tb_max_ns, tb_ppm;
 	double tb_bound_ns;             /* worst-case mapping error (timebase.h), not the fit's residual */
+	/* The spill queue (after session_stop; feeder_stats) */
+	bool spill;                     /* there was one */
+	uint64_t spilled_bytes, spill_mem_peak, journal_bytes, journal_cpu_ns;
+	uint64_t abandoned_bytes;       /* neither decoded nor in the journal */
+	uint64_t journal_left_bytes;    /* left in the journal by an abandoned catch-up */
+	/* Why the host lost SPM data despite it: "" none, "memory and disk full", "journal write failed: ..." */
+	char loss_reason[SPM_ERRLEN + 32];
+	char journal[4096];             /* the journal's path when the run left one, else "" */
 };
 
 struct session_progress {
@@ -167,8 +202,13 @@ const char *session_size_note(const struct session *s, size_t i);
 int64_t session_start_boottime(const struct session *s);
 void session_set_end(struct session *s, int64_t boottime_ns);
 int64_t session_end_boottime(const struct session *s);
-/* Stop counters, drain, write the end metadata, close outputs.  0 or the first error. */
+/*
+ * Stop counters, drain, catch up from the spill queue (session_opts.on_catchup),
+ * write the end metadata, close outputs.  0 or the first error.
+ */
 int session_stop(struct session *s, char *err, size_t errlen);
+/* The catch-up was abandoned (session_opts.on_catchup): the outputs are incomplete. */
+bool session_abandoned(const struct session *s);
 size_t session_ngpus(const struct session *s);
 int session_gpu_stats(const struct session *s, size_t i, struct session_gpu_stats *st);
 /*

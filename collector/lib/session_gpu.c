@@ -275,7 +275,9 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		fed += a->bytes;
 	}
 	if (g->have_fs) {
-		st->first_buffer_bytes = g->fs.bytes > fed ? g->fs.bytes - fed : 0;
+		/* What an abandoned catch-up left in the journal (or lost) was never fed either. */
+		uint64_t unfed = fed + g->fs.journal_left_bytes + g->fs.abandoned_bytes;
+		st->first_buffer_bytes = g->fs.bytes > unfed ? g->fs.bytes - unfed : 0;
 		st->overrun_polls = g->fs.overrun_polls;
 		st->polls = g->fs.polls;
 		st->buffers = g->fs.retired;
@@ -283,6 +285,23 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->bad_buffers = g->fs.bad_buffers;
 		st->drain_calls = g->fs.drain_calls;
 		st->drain_capped = g->fs.drain_capped;
+		const struct feeder_stats *fs = &g->fs;
+		st->spill = g->spill.mem_budget > 0;
+		st->spilled_bytes = fs->spilled_bytes;
+		st->spill_mem_peak = fs->spill_mem_peak;
+		st->journal_bytes = fs->journal_bytes;
+		st->journal_cpu_ns = fs->journal_cpu_ns;
+		st->abandoned_bytes = fs->abandoned_bytes;
+		st->journal_left_bytes = fs->journal_left_bytes;
+		/* The host lost data although it could spill: say which resource ran out. */
+		if (st->spill && fs->overrun_polls)
+			snprintf(st->loss_reason, sizeof(st->loss_reason), "%s%s",
+				 fs->journal_error ? "journal write failed: "
+				 : fs->spill_pool_full ? "memory and disk full"
+						       : "the journal thread fell behind (CPU)",
+				 fs->journal_error ? fs->journal_errmsg : "");
+		if (fs->journal_kept)
+			snprintf(st->journal, sizeof(st->journal), "%s", g->journal);
 	}
 	if (g->smi) {
 		struct smi_sampler_stats ss;
@@ -357,6 +376,7 @@ void ses_gpu_free(struct sgpu *g)
 	}
 	dec_layout_free(g->layout);
 	free(g->layout_text);
+	free(g->journal_meta);
 	spm_plan_free(g->plan);
 	free(g->cols);
 	free(g->after_end_sat);

@@ -230,6 +230,9 @@ json_t *ses_accounting_json(struct session *S)
 			(json_int_t)st.smi_samples, "smi_missed_deadlines", (json_int_t)st.smi_missed,
 			"smi_after_end_samples", (json_int_t)st.smi_after_end,
 			"output_queue_wait_s", (double)st.sink_wait_ns / 1e9, "xcc", xs));
+		json_t *sp = ses_spill_json(S, i);
+		if (sp)
+			json_object_set_new(json_array_get(arr, json_array_size(arr) - 1), "spill", sp);
 	}
 	return arr;
 }
@@ -283,6 +286,8 @@ static json_t *raw_meta_json(struct session *S, struct sgpu *g)
 	json_object_set_new(m, "submitter", json_string(g->sops->name));
 	return m;
 }
+
+json_t *ses_raw_meta(struct session *S, struct sgpu *g) { return raw_meta_json(S, g); }
 
 int ses_open_raw(struct session *S, struct sgpu *g, char *err, size_t errlen)
 {

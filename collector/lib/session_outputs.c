@@ -111,7 +111,8 @@ static json_t *full_meta(struct session *S, bool final)
 	json_object_set_new(m, "spm_clock_hz", json_real(S->spm_hz));
 	json_object_set_new(m, "extra", ses_extra_json(S));
 	json_object_set_new(m, "files", files_json(S));
-	json_object_set_new(m, "complete", json_boolean(final && !S->error));
+	/* An abandoned catch-up left rows in the journal: not complete. */
+	json_object_set_new(m, "complete", json_boolean(final && !S->error && !S->abandoned));
 	if (final) {
 		json_object_set_new(m, "timebase", ses_timebase_json(S));
 		json_object_set_new(m, "accounting", ses_accounting_json(S));

@@ -73,6 +73,10 @@ struct sgpu {
 	bool probed;
 	struct smi_sampler *smi;
 	char smi_note[200];
+	/* the spill queue: the journal's path ("" without one) and its first record */
+	struct feeder_spill spill;
+	char journal[4096];
+	char *journal_meta;
 	/* after stop */
 	struct feeder_stats fs;
 	bool have_fs, started;
@@ -135,6 +139,7 @@ struct session {
 	int64_t start_boot_ns;
 	char host[256];
 	bool start_ok, committed;
+	bool abandoned;           /* the catch-up was abandoned: the outputs say "complete": false */
 	int64_t meta_mono;        /* when the metadata was last rewritten (CLOCK_MONOTONIC) */
 	/*
 	 * CPU per stage (cost.h): wcpu_ns[k], writer k's calls (their thread's
@@ -195,6 +200,16 @@ int ses_outputs_finish(struct session *S, char *err, size_t errlen);
 /* The stream's index in extra.streams (rows[]), or -1. */
 int ses_stream_index(struct session *S, const struct series_stream *s);
 json_t *ses_accounting_json(struct session *S);
+/* The raw container's first record for GPU g (session_meta.c); the journal's too. */
+json_t *ses_raw_meta(struct session *S, struct sgpu *g);
+/* accounting[g].spill (session_spill.c) */
+json_t *ses_spill_json(struct session *S, size_t i);
+/* Set up GPU g's spill queue before its feeder starts (session_spill.c); NULL: none. */
+const struct feeder_spill *ses_spill_opts(struct session *S, struct sgpu *g);
+/* Wait for the decoders to catch up from the spill queues, or abandon (session_spill.c). */
+void ses_catch_up(struct session *S);
+/* After the feeders finished: an abandoned catch-up that left nothing is no abandon. */
+void ses_spill_settle(struct session *S);
 /*
  * The cost per stage (cost.h), gathered and the memcpy reference timed the
  * first time it is called, after every thread has ended; the same after.

@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The spill queue between the feeder and its consumer (feeder.h,
+ * docs/architecture.md "Back-pressure policy").
+ *
+ * The feeder pushes every retired buffer onto its retired queue and never
+ * waits.  The journal thread moves them, in order, onto one list the
+ * consumer takes from:
+ *
+ *     head -> [in the journal ...] [in memory ...] <- tail
+ *
+ * A buffer stays in memory while the buffers held there fit the budget;
+ * past it the journal thread writes the OLDEST one held in memory to the
+ * journal and gives its memory back to the feeder's free list.  So the
+ * journal part is always a prefix of the list and the journal file holds
+ * its buffers in order: the consumer sees exactly the sequence it would
+ * have seen without spilling, and on an abandon the memory part is simply
+ * appended behind it.  Disk I/O happens only here and in the consumer
+ * (reading back, marking read records), never in the feeder thread, so a
+ * slow disk cannot delay a rotation.
+ *
+ * The journal is a raw container (docs/raw-format.md): header, the meta
+ * record (with the layout, so `spmtap decode` reads it), then one SPM
+ * record per part of every journalled buffer, empty ones included so the
+ * decoder is fed exactly what it would have been fed.  When the consumer
+ * has taken a buffer from the journal, the first of its records becomes a
+ * RAWFILE_SKIP spanning all of them (one 32-byte pwrite): the file holds
+ * only what is still to decode, so a kill -9 or an abandon leaves the rest
+ * of the rows and nothing twice.  With `keep` the records stay (the file
+ * is the raw record of everything spilled) until an abandon marks them.
+ * The file is cut back to its meta record whenever the consumer has taken
+ * every journalled buffer, and removed at the end unless kept.
+ *
+ * Loss: when the journal cannot be written (ENOSPC, EIO ...) spilling
+ * stops for good and the queue behaves as without it: the pool stops
+ * growing at the budget, the feeder finds no free buffer, the kernel flags
+ * loss, and journal_error says why.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector/lib/feeder_priv.h"
+#include "collector/lib/rawfile.h"
+#include "le.h"
+#include "log.h"
+
+/*
+ * Free buffers the journal thread keeps for the feeder while the pool may
+ * grow: more while buffers are waiting (the pool is growing then, and this
+ * thread, on a loaded host, may not run before the feeder's next polls).
+ */
+#define SPARE_IDLE 2u
+#define SPARE_BUSY 4u
+
+struct entry {
+	struct entry *next;
+	struct feeder_buf *buf; /* NULL: in the journal at off, len bytes (len 0: dropped buffer 0) */
+	uint64_t off;
+	uint32_t len;
+	uint32_t bytes;         /* data bytes */
+	uint64_t seq, host_ns;
+	bool writing;           /* the journal thread is writing it: the consumer waits */
+};
+
+struct spill {
+	struct feeder_spill o;
+	char *path, *meta;
+	pthread_t thr;
+	bool running;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;       /* the list changed, abandon, end */
+	struct entry *head, *tail;
+	struct entry *first_mem; /* the oldest entry still in memory (NULL: none) */
+	uint64_t mem_bytes;      /* buffer bytes held in memory by the list */
+	uint64_t queued, queued_disk; /* data bytes on the list; of them in the journal */
+	uint64_t taken;          /* data bytes the consumer took */
+	uint32_t disk_n;         /* entries in the journal on the list */
+	bool producer_done;      /* the feeder ended and every retired buffer is on the list */
+	bool abandon, finishing;
+	/* the journal file */
+	int fd;                  /* -1 until the first spill */
+	uint64_t data_start, end;
+	int jerr;
+	char jmsg[SPM_ERRLEN];
+	/* the consumer's read-back buffer, and what it holds */
+	struct feeder_buf rb;
+	bool rb_busy;
+	uint64_t rb_off;
+	uint32_t rb_len;
+	uint64_t *done_off;      /* keep: journal offsets of taken buffers, marked on an abandon */
+	size_t ndone, capdone;
+	/* statistics */
+	uint64_t spilled, journalled, peak, abandoned, cpu_ns;
+};
+
+static void rec_header(unsigned char *h, uint16_t type, uint16_t xcc, uint32_t flags, uint32_t len,
+		       uint64_t seq, uint64_t host_ns)
+{
+	le_put32(h, RAWFILE_REC_MAGIC);
+	le_put16(h + 4, type);
+	le_put16(h + 6, xcc);
+	le_put32(h + 8, flags);
+	le_put32(h + 12, len);
+	le_put64(h + 16, seq);
+	le_put64(h + 24, host_ns);
+}
+
+static uint32_t pad8(uint32_t n) { return (8u - (n & 7u)) & 7u; }
+
+static void set_jerr(struct spill *sp, int err, const char *what)
+{
+	if (sp->jerr)
+		return;
+	sp->jerr = err ? err : -EIO;
+	snprintf(sp->jmsg, sizeof(sp->jmsg), "%s: %s: %s", sp->path, what, spmtap_strerror(sp->jerr));
+	pr_warn("journal", "%s; no more spilling: a slow output now loses samples again", sp->jmsg);
+}
+
+/* Header and meta record through rawfile.c, then our own descriptor for appends. */
+static int journal_open(struct spill *sp)
+{
+	char e[SPM_ERRLEN];
+	struct rawfile_writer *w;
+	int rc = rawfile_create(&w, sp->path, &sp->o.hdr, e, sizeof(e));
+	if (rc == 0) {
+		const char *m = sp->meta ? sp->meta : "{}";
+		rc = rawfile_append(w, RAWFILE_META, 0, 0, 0, sp->o.hdr.start_boottime_ns, m,
+				    (uint32_t)strlen(m), e, sizeof(e));
+		int r2 = rawfile_finish(w, NULL, 0);
+		if (!rc)
+			rc = r2;
+	}
+	if (rc == 0) {
+		sp->fd = open(sp->path, O_RDWR | O_CLOEXEC);
+		if (sp->fd < 0)
+			rc = -errno;
+	}
+	if (rc < 0) {
+		set_jerr(sp, rc, "cannot create the journal");
+		return rc;
+	}
+	off_t end = lseek(sp->fd, 0, SEEK_END);
+	sp->data_start = sp->end = end > 0 ? (uint64_t)end : 0;
+	return 0;
+}
+
+/* Every part of b as records at sp->end (empty parts too: the decoder is fed them). */
+static int journal_write(struct spill *sp, const struct feeder_buf *b, uint64_t *off, uint32_t *len)
+{
+	static const unsigned char zeros[8];
+	unsigned char hdr[DEC_MAX_XCC][RAWFILE_REC_HEADER_SIZE];
+	struct iovec iov[DEC_MAX_XCC * 3];
+	int n = 0;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < b->nparts; i++) {
+		const struct dec_part *p = &b->parts[i];
+		uint32_t flags = (p->loss ? RAWFILE_F_LOSS : 0) | (p->bad ? RAWFILE_F_BAD : 0);
+		rec_header(hdr[i], RAWFILE_SPM, (uint16_t)p->xcc, flags, p->bytes, b->seq, b->host_ns);
+		iov[n++] = (struct iovec){ hdr[i], RAWFILE_REC_HEADER_SIZE };
+		if (p->bytes)
+			iov[n++] = (struct iovec){ (char *)b->data + p->offset, p->bytes };
+		if (pad8(p->bytes))
+			iov[n++] = (struct iovec){ (void *)zeros, pad8(p->bytes) };
+		total += RAWFILE_REC_HEADER_SIZE + p->bytes + pad8(p->bytes);
+	}
+	uint64_t at = sp->end, done = 0;
+	int k = 0;
+	while (k < n) {
+		ssize_t w = pwritev(sp->fd, iov + k, n - k, (off_t)(at + done));
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int rc = w < 0 ? -errno : -EIO;
+			/* Cut back to the last whole buffer: what is before stays readable. */
+			if (ftruncate(sp->fd, (off_t)at) < 0) {
+				/* nothing more to do: the error below stops the journal */
+			}
+			return rc;
+		}
+		done += (uint64_t)w;
+		while (k < n && (size_t)w >= iov[k].iov_len) {
+			w -= (ssize_t)iov[k].iov_len;
+			k++;
+		}
+		if (k < n) {
+			iov[k].iov_base = (char *)iov[k].iov_base + w;
+			iov[k].iov_len -= (size_t)w;
+		}
+	}
+	sp->end = at + total;
+	*off = at;
+	*len = (uint32_t)total;
+	return 0;
+}
+
+/* The records of a buffer the consumer has: one skip record over all of them. */
+static void mark_taken(struct spill *sp, uint64_t off, uint32_t len, uint64_t seq, uint64_t host_ns)
+{
+	if (len < RAWFILE_REC_HEADER_SIZE || sp->fd < 0)
+		return;
+	unsigned char h[RAWFILE_REC_HEADER_SIZE];
+	rec_header(h, RAWFILE_SKIP, 0, 0, len - RAWFILE_REC_HEADER_SIZE, seq, host_ns);
+	if (pwrite(sp->fd, h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
+		pr_warn("journal", "%s: cannot mark a decoded buffer: %s (a decode of the journal repeats it)",
+			sp->path, spmtap_strerror(-errno));
+}
+
+/*
+ * Write the oldest buffer held in memory to the journal and free its memory.
+ * 1 when one went, 0 when none is in memory, < 0 when the journal failed.
+ */
+static int spill_one(struct feeder *f)
+{
+	struct spill *sp = f->sp;
+	pthread_mutex_lock(&sp->lock);
+	struct entry *e = sp->first_mem;
+	if (!e || sp->jerr) {
+		pthread_mutex_unlock(&sp->lock);
+		return e ? sp->jerr : 0;
+	}
+	/* Nothing of the journal is left to read: start it over, so it holds only what waits. */
+	if (sp->disk_n == 0 && !sp->rb_busy && !sp->o.keep && sp->fd >= 0 && sp->end > sp->data_start) {
+		if (ftruncate(sp->fd, (off_t)sp->data_start) == 0)
+			sp->end = sp->data_start;
+	}
+	e->writing = true;
+	pthread_mutex_unlock(&sp->lock);
+	struct feeder_buf *b = e->buf;
+	int rc = 0;
+	uint64_t off = 0;
+	uint32_t len = 0;
+	if (!(sp->o.skip_seq0 && b->seq == 0)) { /* buffer 0 is dropped by the consumer anyway */
+		if (sp->fd < 0)
+			rc = journal_open(sp);
+		if (rc == 0 && (rc = journal_write(sp, b, &off, &len)) < 0)
+			set_jerr(sp, rc, "write failed");
+	}
+	pthread_mutex_lock(&sp->lock);
+	e->writing = false;
+	if (rc == 0) {
+		e->off = off;
+		e->len = len;
+		e->buf = NULL;
+		sp->first_mem = e->next;
+		sp->mem_bytes -= f->size;
+		sp->disk_n++;
+		sp->queued_disk += e->bytes;
+		sp->journalled += e->bytes;
+	}
+	pthread_cond_broadcast(&sp->cv);
+	pthread_mutex_unlock(&sp->lock);
+	if (rc < 0)
+		return rc;
+	spsc_push(&f->free, b);
+	return 1;
+}
+
+static void append(struct feeder *f, struct feeder_buf *b)
+{
+	struct spill *sp = f->sp;
+	struct entry *e = calloc(1, sizeof(*e));
+	pthread_mutex_lock(&sp->lock);
+	if (!e) {
+		/* Cannot queue it: it is lost here, and said so (never silently). */
+		pthread_mutex_unlock(&sp->lock);
+		sp->abandoned += b->bytes;
+		pr_warn("journal", "out of memory: a retired buffer of %u bytes dropped", b->bytes);
+		spsc_push(&f->free, b);
+		return;
+	}
+	e->buf = b;
+	e->bytes = b->bytes;
+	e->seq = b->seq;
+	e->host_ns = b->host_ns;
+	if (sp->head)
+		sp->spilled += b->bytes; /* the consumer had not taken the one before: this one waits */
+	if (sp->tail)
+		sp->tail->next = e;
+	else
+		sp->head = e;
+	sp->tail = e;
+	if (!sp->first_mem)
+		sp->first_mem = e;
+	sp->mem_bytes += f->size;
+	if (sp->mem_bytes > sp->peak)
+		sp->peak = sp->mem_bytes;
+	sp->queued += b->bytes;
+	pthread_cond_broadcast(&sp->cv);
+	pthread_mutex_unlock(&sp->lock);
+}
+
+static bool over_budget(struct feeder *f)
+{
+	struct spill *sp = f->sp;
+	pthread_mutex_lock(&sp->lock);
+	bool over = sp->first_mem && (sp->abandon || sp->mem_bytes > sp->o.mem_budget);
+	pthread_mutex_unlock(&sp->lock);
+	return over;
+}
+
+/* On an abandon: the taken records of a kept journal are marked too, so it holds only the rest. */
+static void mark_kept_taken(struct spill *sp)
+{
+	pthread_mutex_lock(&sp->lock);
+	uint64_t *offs = sp->done_off;
+	size_t n = sp->ndone;
+	sp->done_off = NULL;
+	sp->ndone = sp->capdone = 0;
+	pthread_mutex_unlock(&sp->lock);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char h[RAWFILE_REC_HEADER_SIZE];
+		/* Its first record's header says the length of each record: walk them. */
+		uint64_t off = offs[i], end = off;
+		uint64_t seq = 0, host = 0;
+		bool first = true;
+		while (pread(sp->fd, h, sizeof(h), (off_t)end) == (ssize_t)sizeof(h) &&
+		       le_get32(h) == RAWFILE_REC_MAGIC && le_get16(h + 4) == RAWFILE_SPM) {
+			uint64_t s = le_get64(h + 16);
+			if (first) {
+				seq = s;
+				host = le_get64(h + 24);
+				first = false;
+			} else if (s != seq) {
+				break;
+			}
+			uint32_t l = le_get32(h + 12);
+			end += RAWFILE_REC_HEADER_SIZE + l + pad8(l);
+		}
+		if (end > off)
+			mark_taken(sp, off, (uint32_t)(end - off), seq, host);
+	}
+	free(offs);
+}
+
+static void *journal_main(void *arg)
+{
+	struct feeder *f = arg;
+	struct spill *sp = f->sp;
+	bool marked = false;
+	for (;;) {
+		void *item;
+		int r = spsc_pop(&f->retired, &item, 50);
+		if (r == 0)
+			append(f, item);
+		/* Spill while over the budget (everything after an abandon). */
+		while (over_budget(f) && spill_one(f) > 0)
+			;
+		/* Keep the feeder supplied while the pool may grow: it must never find none free. */
+		pthread_mutex_lock(&sp->lock);
+		bool room = !sp->jerr || sp->mem_bytes < sp->o.mem_budget;
+		bool ab = sp->abandon;
+		uint32_t spare = sp->head ? SPARE_BUSY : SPARE_IDLE;
+		pthread_mutex_unlock(&sp->lock);
+		while (room && !ab && spsc_count(&f->free) < spare && feeder_grow(f) == 0)
+			;
+		if (ab && !marked && sp->o.keep && sp->fd >= 0) {
+			mark_kept_taken(sp);
+			marked = true;
+		}
+		if (r == -ENODATA)
+			break;
+	}
+	pthread_mutex_lock(&sp->lock);
+	sp->producer_done = true;
+	pthread_cond_broadcast(&sp->cv);
+	/* The consumer catches up from memory and the journal; wait for it, or an abandon. */
+	while (!sp->abandon && !sp->finishing && (sp->head || sp->rb_busy))
+		pthread_cond_wait(&sp->cv, &sp->lock);
+	bool left = sp->head != NULL;
+	if (left && !sp->abandon) /* finished without the consumer taking everything */
+		sp->abandon = true;
+	pthread_mutex_unlock(&sp->lock);
+	if (left) {
+		while (spill_one(f) > 0)
+			;
+		if (sp->o.keep && !marked && sp->fd >= 0)
+			mark_kept_taken(sp);
+	}
+	struct timespec cpu;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+		sp->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+	return NULL;
+}
+
+int spill_start(struct feeder *f, const struct feeder_spill *o, char *err, size_t errlen)
+{
+	struct spill *sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return spmtap_seterr(err, errlen, ENOMEM, "feeder: out of memory");
+	sp->o = *o;
+	sp->fd = -1;
+	sp->path = o->journal ? strdup(o->journal) : NULL;
+	sp->meta = o->meta_json ? strdup(o->meta_json) : NULL;
+	/* The largest group of records one buffer makes: its data plus a header and padding per part. */
+	sp->rb.size = f->size + DEC_MAX_XCC * (RAWFILE_REC_HEADER_SIZE + 8);
+	sp->rb.index = UINT32_MAX;
+	sp->rb.data = malloc(sp->rb.size);
+	if ((o->journal && !sp->path) || (o->meta_json && !sp->meta) || !sp->rb.data) {
+		free(sp->path);
+		free(sp->meta);
+		free(sp->rb.data);
+		free(sp);
+		return spmtap_seterr(err, errlen, ENOMEM, "feeder: out of memory");
+	}
+	if (!sp->path)
+		sp->jerr = -ENOENT; /* memory only */
+	pthread_mutex_init(&sp->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sp->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	f->sp = sp;
+	int rc = pthread_create(&sp->thr, NULL, journal_main, f);
+	if (rc) {
+		f->sp = NULL;
+		pthread_mutex_destroy(&sp->lock);
+		pthread_cond_destroy(&sp->cv);
+		free(sp->path);
+		free(sp->meta);
+		free(sp->rb.data);
+		free(sp);
+		return spmtap_seterr(err, errlen, rc, "feeder: cannot start the journal thread: %s",
+				     spmtap_strerror(rc));
+	}
+	sp->running = true;
+	return 0;
+}
+
+/* Read a journalled buffer back into rb, split into its parts as the feeder had it. */
+static void read_back(struct spill *sp, const struct entry *e, uint32_t nstreams)
+{
+	struct feeder_buf *b = &sp->rb;
+	b->seq = e->seq;
+	b->host_ns = e->host_ns;
+	b->nparts = b->bytes = b->loss_parts = b->bad_parts = 0;
+	b->args_bytes = b->args_loss = 0;
+	uint64_t done = 0;
+	int rc = 0;
+	while (done < e->len) {
+		ssize_t n = pread(sp->fd, (char *)b->data + done, e->len - done, (off_t)(e->off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -ENODATA;
+			break;
+		}
+		done += (uint64_t)n;
+	}
+	for (uint32_t pos = 0; rc == 0 && pos + RAWFILE_REC_HEADER_SIZE <= e->len && b->nparts < DEC_MAX_XCC;) {
+		const unsigned char *h = (const unsigned char *)b->data + pos;
+		uint32_t len = le_get32(h + 12), flags = le_get32(h + 8);
+		if (le_get32(h) != RAWFILE_REC_MAGIC || le_get16(h + 4) != RAWFILE_SPM ||
+		    pos + RAWFILE_REC_HEADER_SIZE + len > e->len) {
+			rc = -EBADMSG;
+			break;
+		}
+		struct dec_part *p = &b->parts[b->nparts++];
+		*p = (struct dec_part){ .xcc = le_get16(h + 6), .offset = pos + RAWFILE_REC_HEADER_SIZE,
+					.bytes = len, .loss = flags & RAWFILE_F_LOSS, .bad = flags & RAWFILE_F_BAD };
+		b->bytes += len;
+		b->loss_parts += p->loss;
+		b->bad_parts += p->bad;
+		pos += RAWFILE_REC_HEADER_SIZE + len + pad8(len);
+	}
+	if (rc < 0) {
+		/* The bytes are gone: every stream is told of loss here, so the gap is counted. */
+		pr_warn("journal", "%s: reading buffer %" PRIu64 " back failed: %s; counted as lost",
+			sp->path, e->seq, spmtap_strerror(rc));
+		b->nparts = nstreams;
+		b->bytes = 0;
+		b->loss_parts = nstreams;
+		for (uint32_t i = 0; i < nstreams; i++)
+			b->parts[i] = (struct dec_part){ .xcc = i, .loss = true };
+	}
+}
+
+int spill_next(struct feeder *f, struct feeder_buf **out, int timeout_ms)
+{
+	struct spill *sp = f->sp;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&sp->lock);
+	for (;;) {
+		if (sp->abandon) {
+			pthread_mutex_unlock(&sp->lock);
+			return -ENODATA;
+		}
+		if (sp->head && !sp->head->writing)
+			break;
+		if (!sp->head && sp->producer_done) {
+			pthread_mutex_unlock(&sp->lock);
+			return -ENODATA;
+		}
+		if (timeout_ms == 0 ||
+		    (timeout_ms > 0 && pthread_cond_timedwait(&sp->cv, &sp->lock, &dl) == ETIMEDOUT)) {
+			pthread_mutex_unlock(&sp->lock);
+			return -EAGAIN;
+		}
+		if (timeout_ms < 0)
+			pthread_cond_wait(&sp->cv, &sp->lock);
+	}
+	struct entry *e = sp->head;
+	sp->head = e->next;
+	if (!sp->head)
+		sp->tail = NULL;
+	if (sp->first_mem == e)
+		sp->first_mem = e->next;
+	sp->queued -= e->bytes;
+	sp->taken += e->bytes;
+	if (e->buf) {
+		sp->mem_bytes -= f->size;
+		pthread_cond_broadcast(&sp->cv);
+		pthread_mutex_unlock(&sp->lock);
+		*out = e->buf;
+		free(e);
+		return 0;
+	}
+	sp->disk_n--;
+	sp->queued_disk -= e->bytes;
+	sp->rb_busy = true;
+	sp->rb_off = e->off;
+	sp->rb_len = e->len;
+	pthread_mutex_unlock(&sp->lock);
+	read_back(sp, e, f->shape.nstreams);
+	free(e);
+	*out = &sp->rb;
+	return 0;
+}
+
+void spill_put(struct feeder *f, struct feeder_buf *b)
+{
+	struct spill *sp = f->sp;
+	if (b != &sp->rb) {
+		spsc_push(&f->free, b);
+		return;
+	}
+	pthread_mutex_lock(&sp->lock);
+	bool mark = !sp->o.keep || sp->abandon;
+	if (!mark && sp->rb_len) {
+		if (sp->ndone == sp->capdone) {
+			size_t cap = sp->capdone ? sp->capdone * 2 : 1024;
+			uint64_t *n = realloc(sp->done_off, cap * sizeof(*n));
+			if (n) {
+				sp->done_off = n;
+				sp->capdone = cap;
+			}
+		}
+		if (sp->ndone < sp->capdone)
+			sp->done_off[sp->ndone++] = sp->rb_off;
+	}
+	pthread_mutex_unlock(&sp->lock);
+	if (mark)
+		mark_taken(sp, sp->rb_off, sp->rb_len, b->seq, b->host_ns);
+	pthread_mutex_lock(&sp->lock);
+	sp->rb_busy = false;
+	pthread_cond_broadcast(&sp->cv);
+	pthread_mutex_unlock(&sp->lock);
+}
+
+void spill_backlog(struct feeder *f, struct feeder_backlog *b)
+{
+	struct spill *sp = f->sp;
+	pthread_mutex_lock(&sp->lock);
+	b->queued_bytes = sp->queued;
+	b->journal_bytes = sp->queued_disk;
+	b->taken_bytes = sp->taken;
+	b->done = sp->producer_done && !sp->head && !sp->rb_busy;
+	pthread_mutex_unlock(&sp->lock);
+}
+
+void spill_abandon(struct feeder *f)
+{
+	struct spill *sp = f->sp;
+	pthread_mutex_lock(&sp->lock);
+	sp->abandon = true;
+	pthread_cond_broadcast(&sp->cv);
+	pthread_mutex_unlock(&sp->lock);
+}
+
+void spill_finish(struct feeder *f, struct feeder_stats *st)
+{
+	struct spill *sp = f->sp;
+	if (!sp)
+		return;
+	if (sp->running) {
+		/* Normally the feeder closed it already; on a failed start nobody did. */
+		spsc_close(&f->retired);
+		pthread_mutex_lock(&sp->lock);
+		sp->finishing = true;
+		pthread_cond_broadcast(&sp->cv);
+		pthread_mutex_unlock(&sp->lock);
+		pthread_join(sp->thr, NULL);
+	}
+	/* What neither the consumer took nor the journal holds (no journal, or it failed). */
+	uint64_t lost = sp->abandoned, left = 0;
+	for (struct entry *e = sp->head, *n; e; e = n) {
+		n = e->next;
+		if (e->buf)
+			lost += e->bytes;
+		else
+			left += e->bytes;
+		free(e);
+	}
+	bool kept = sp->fd >= 0 && (sp->o.keep || (sp->abandon && left > 0));
+	if (sp->fd >= 0) {
+		if (kept)
+			fdatasync(sp->fd);
+		close(sp->fd);
+		if (!kept)
+			unlink(sp->path);
+	}
+	if (st) {
+		st->journal_cpu_ns = sp->cpu_ns;
+		st->spilled_bytes = sp->spilled;
+		st->journal_bytes = sp->journalled;
+		st->spill_mem_peak = sp->peak;
+		st->spill_buffers = atomic_load(&f->nbuf);
+		st->spill_pool_full = st->spill_buffers >= f->maxbuf;
+		st->abandoned_bytes = lost;
+		st->journal_left_bytes = left;
+		st->abandoned = sp->abandon;
+		st->journal_kept = kept;
+		if (sp->jerr && sp->jerr != -ENOENT) {
+			st->journal_error = sp->jerr;
+			snprintf(st->journal_errmsg, sizeof(st->journal_errmsg), "%s", sp->jmsg);
+		}
+	}
+	pthread_mutex_destroy(&sp->lock);
+	pthread_cond_destroy(&sp->cv);
+	free(sp->done_off);
+	free(sp->path);
+	free(sp->meta);
+	free(sp->rb.data);
+	free(sp);
+	f->sp = NULL;
+}

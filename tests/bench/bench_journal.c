@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * make bench: the journal (issue 15 item 3; docs/architecture.md
+ * "Back-pressure policy").  Prints key=value lines; never fails on a timing.
+ *
+ *  1. The disk's write rate where the outputs go: DD_MB written in 8 MiB
+ *     blocks, then fdatasync, timed (as `dd conv=fdatasync` does):
+ *     disk_write_mbps.
+ *  2. A 1 s probe of the emulated device at interval 4096 gives the rate per
+ *     interval; the trials then pick the interval for their target rate
+ *     (the emulator may not reach it on a small host: the rate reached is
+ *     printed beside the target).
+ *  3. raw_*: `record --raw` at 0.8x the disk rate: lossless or not.
+ *  4. journal_*: `-f csv` with the writer stalled for the whole recording
+ *     and a 64 MiB memory budget, so nearly everything goes through the
+ *     journal, at 0.8x the disk rate: lossless or not, and the catch-up time
+ *     after the end.
+ *  5. burst_*: a BURST_S burst at >= 0.5 GB/s into `-f sqlite`: lossless
+ *     through the journal or not, how much went through it, and the catch-up
+ *     time after the end.
+ *
+ * Environment: B (build dir), SPMTAP_BENCH_PROFILE (mi300x),
+ * SPMTAP_BENCH_COUNTERS (SQ_WAVES,SQ_CYCLES,TCC_HIT,TA_TA_BUSY),
+ * SPMTAP_BENCH_DIR (where the outputs and the journal go: the disk measured;
+ * default a new directory under /tmp), SPMTAP_BENCH_DD_MB (256),
+ * SPMTAP_BENCH_JOURNAL_S (3), SPMTAP_BENCH_BURST_S (10).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+
+static double boot_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* dd if=/dev/zero bs=8M count=N conv=fdatasync, in MB/s (0 on an error). */
+static double disk_rate(const char *dir, unsigned mb)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/dd.tmp", dir);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 0;
+	size_t blk = 8u << 20;
+	char *buf = malloc(blk);
+	if (!buf) {
+		close(fd);
+		return 0;
+	}
+	memset(buf, 0xA5, blk);
+	double t0 = now_s();
+	uint64_t done = 0, want = (uint64_t)mb << 20;
+	while (done < want) {
+		ssize_t n = write(fd, buf, blk);
+		if (n <= 0)
+			break;
+		done += (uint64_t)n;
+	}
+	fdatasync(fd);
+	double dt = now_s() - t0;
+	close(fd);
+	unlink(p);
+	free(buf);
+	return done == want && dt > 0 ? (double)done / dt / 1e6 : 0;
+}
+
+struct run {
+	int status;
+	double mbps;       /* from the summary: "N bytes (X MB/s)" */
+	double lost;       /* samples: the accounting's lost_gap_samples, or the summary's ~N */
+	double journal_mb; /* accounting[*].spill.journal_bytes */
+	double catchup_s;  /* from the recording's end to the exit */
+	bool data_loss;    /* a DATA LOSS warning */
+};
+
+static char *slurp(const char *p)
+{
+	FILE *f = fopen(p, "rb");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
+	size_t got = s && n > 0 ? fread(s, 1, (size_t)n, f) : 0;
+	if (s)
+		s[got] = 0;
+	fclose(f);
+	return s ? s : strdup("");
+}
+
+/* spmtap --emulate PROFILE record ARGS... (NULL-terminated), stderr kept in DIR/err. */
+static void record(const char *spmtap, const char *profile, const char *dir, const char *stall,
+		   double secs, const char *const *args, struct run *r)
+{
+	char err[PATH_MAX], state[PATH_MAX], meta[PATH_MAX], dur[32];
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(meta, sizeof(meta), "%s/run_meta.json", dir);
+	snprintf(dur, sizeof(dur), "%g", secs);
+	unlink(meta);
+	memset(r, 0, sizeof(*r));
+	const char *argv[40] = { spmtap, "--emulate", profile, "record", "--duration", dur };
+	int n = 6;
+	for (; *args && n < 38; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("SPMTAP_EMU_STATE_DIR", state, 1);
+		if (stall)
+			setenv("SPMTAP_WRITER_STALL", stall, 1);
+		if (!freopen(err, "w", stderr))
+			_exit(127);
+		execv(spmtap, (char *const *)argv);
+		_exit(127);
+	}
+	int st = 0;
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	double end = boot_s();
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	char *e = slurp(err);
+	const char *p = strstr(e, " bytes (");
+	r->mbps = p ? strtod(p + 8, NULL) : 0;
+	r->data_loss = strstr(e, "DATA LOSS") != NULL;
+	const char *l = strstr(e, "DATA LOSS: ~");
+	if (l)
+		r->lost = strtod(l + 12, NULL);
+	json_t *m = json_load_file(meta, 0, NULL);
+	if (m) {
+		r->lost = 0;
+		size_t gi, xi;
+		json_t *g, *x;
+		json_array_foreach(json_object_get(m, "accounting"), gi, g) {
+			json_array_foreach(json_object_get(g, "xcc"), xi, x)
+				r->lost += json_number_value(json_object_get(x, "lost_gap_samples"));
+			r->journal_mb += json_number_value(
+				json_object_get(json_object_get(g, "spill"), "journal_bytes")) / 1e6;
+		}
+		double start = json_number_value(json_object_get(m, "start_boottime_ns")) / 1e9;
+		r->catchup_s = start > 0 ? end - (start + secs) : 0;
+		json_decref(m);
+	}
+	free(e);
+}
+
+/* The interval (multiple of 32, 32..65504) for `target` MB/s, from the probe's rate at 4096. */
+static unsigned interval_for(double probe_mbps, double target)
+{
+	if (probe_mbps <= 0 || target <= 0)
+		return 4096;
+	double iv = 4096.0 * probe_mbps / target;
+	if (iv < 32)
+		iv = 32;
+	if (iv > 65504)
+		iv = 65504;
+	return (unsigned)(iv / 32) * 32;
+}
+
+int main(void)
+{
+	const char *b = getenv("B") ? getenv("B") : "build";
+	const char *profile = getenv("SPMTAP_BENCH_PROFILE") ? getenv("SPMTAP_BENCH_PROFILE") : "mi300x";
+	const char *counters = getenv("SPMTAP_BENCH_COUNTERS") ? getenv("SPMTAP_BENCH_COUNTERS")
+							       : "SQ_WAVES,SQ_CYCLES,TCC_HIT,TA_TA_BUSY";
+	unsigned dd_mb = getenv("SPMTAP_BENCH_DD_MB") ? (unsigned)atoi(getenv("SPMTAP_BENCH_DD_MB")) : 256;
+	double js = getenv("SPMTAP_BENCH_JOURNAL_S") ? atof(getenv("SPMTAP_BENCH_JOURNAL_S")) : 3.0;
+	double bs = getenv("SPMTAP_BENCH_BURST_S") ? atof(getenv("SPMTAP_BENCH_BURST_S")) : 10.0;
+	char spmtap[PATH_MAX];
+	snprintf(spmtap, sizeof(spmtap), "%s/spmtap", b);
+	char tmp[] = "/tmp/spmtap-bench-journal-XXXXXX";
+	const char *dir = getenv("SPMTAP_BENCH_DIR");
+	if (!dir) {
+		if (!mkdtemp(tmp)) {
+			perror("mkdtemp");
+			return 1;
+		}
+		dir = tmp;
+	}
+	mkdir(dir, 0755);
+	printf("bench_journal: profile=%s counters=%s dir=%s\n", profile, counters, dir);
+
+	double disk = disk_rate(dir, dd_mb);
+	printf("disk_write_mbps=%.1f\n", disk);
+	printf("disk_write_method=%u MiB in 8 MiB writes + fdatasync\n", dd_mb);
+
+	char odir[PATH_MAX], raw[PATH_MAX + 16], ivs[32];
+	snprintf(odir, sizeof(odir), "%s/out", dir);
+	snprintf(raw, sizeof(raw), "%s/out/probe.raw", dir);
+	mkdir(odir, 0755);
+	struct run r;
+	const char *probe[] = { "--spm", counters, "--interval", "4096", "--raw", "-o", raw, NULL };
+	record(spmtap, profile, odir, NULL, 1.0, probe, &r);
+	double probe_mbps = r.mbps;
+	printf("probe_interval=4096\nprobe_mbps=%.1f\n", probe_mbps);
+	unlink(raw);
+
+	/* raw at 0.8x the disk */
+	double target = 0.8 * disk;
+	unsigned iv = interval_for(probe_mbps, target);
+	snprintf(ivs, sizeof(ivs), "%u", iv);
+	snprintf(raw, sizeof(raw), "%s/out/raw.raw", dir);
+	const char *rawargs[] = { "--spm", counters, "--interval", ivs, "--raw", "-o", raw, NULL };
+	record(spmtap, profile, odir, NULL, js, rawargs, &r);
+	printf("raw_target_mbps=%.1f\nraw_interval=%u\nraw_mbps=%.1f\nraw_x_disk=%.3f\nraw_lost_samples=%.0f\n"
+	       "raw_lossless=%d\nraw_status=%d\n", target, iv, r.mbps, disk > 0 ? r.mbps / disk : 0, r.lost,
+	       r.status == 0 && !r.data_loss, r.status);
+	unlink(raw);
+
+	/* the journal at 0.8x the disk: the writer stalled for the whole recording */
+	char stall[64];
+	snprintf(stall, sizeof(stall), "100:%.0f", js * 1000);
+	const char *jargs[] = { "--spm", counters, "--interval", ivs, "-d", odir, "-o", "run", "-f", "csv",
+				"--spill-mem", "64M", NULL };
+	record(spmtap, profile, odir, stall, js, jargs, &r);
+	printf("journal_interval=%u\njournal_mbps=%.1f\njournal_x_disk=%.3f\njournal_mb=%.1f\n"
+	       "journal_lost_samples=%.0f\njournal_lossless=%d\njournal_catchup_s=%.2f\njournal_status=%d\n",
+	       iv, r.mbps, disk > 0 ? r.mbps / disk : 0, r.journal_mb, r.lost, r.status == 0 && !r.data_loss,
+	       r.catchup_s, r.status);
+
+	/* a burst at >= 0.5 GB/s into SQLite */
+	unsigned biv = interval_for(probe_mbps, 500.0);
+	snprintf(ivs, sizeof(ivs), "%u", biv);
+	const char *bargs[] = { "--spm", counters, "--interval", ivs, "-d", odir, "-o", "run", "-f", "sqlite",
+				NULL };
+	char cmd[2 * PATH_MAX + 32];
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'/run.db '%s'/run_meta.json", odir, odir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_journal: %s failed\n", cmd);
+	record(spmtap, profile, odir, NULL, bs, bargs, &r);
+	printf("burst_s=%.0f\nburst_interval=%u\nburst_mbps=%.1f\nburst_rate_reached=%d\nburst_journal_mb=%.1f\n"
+	       "burst_lost_samples=%.0f\nburst_lossless=%d\nburst_catchup_s=%.2f\nburst_status=%d\n", bs, biv,
+	       r.mbps, r.mbps >= 500.0, r.journal_mb, r.lost, r.status == 0 && !r.data_loss, r.catchup_s,
+	       r.status);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", odir);
+	if (!getenv("SPMTAP_BENCH_DIR") && system(cmd) != 0)
+		fprintf(stderr, "bench_journal: %s failed\n", cmd);
+	if (!getenv("SPMTAP_BENCH_DIR"))
+		rmdir(dir);
+	return 0;
+}
