@@ -376,6 +376,82 @@ static void emu_skip_lost(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, 
 	x->rptr = x->wptr;
 }
 
+/*
+ * How many lines from here up to `target` go through emu_produce with
+ * nothing but bookkeeping: no stall (gen B's ring has room for every unit
+ * and stays at or below half, so its kthread does not act), no pending
+ * injection due, no slot of pending bytes reused, and gen A's armed buffer
+ * takes every line without filling (the line that fills it, and fill_ns,
+ * go line by line).  0: the next line must go through emu_produce.
+ */
+static uint64_t emu_run_len(const struct emu_spm *s, const struct emu_spm_xcc *x, const struct emu_spm_period *p,
+			    uint64_t target)
+{
+	if (x->stall_left || x->period_lines >= target)
+		return 0;
+	uint64_t n = target - x->period_lines, used = x->wptr - x->rptr;
+	for (int i = 0; i < s->ninj; i++) {
+		if (!x->inj_left[i])
+			continue;
+		uint64_t at = s->first_start_ns + s->inj[i].at_ns;
+		uint64_t by = at > p->start_ns ? emu_lines_by(p, at - 1 - p->start_ns) : 0;
+		if (by <= x->period_lines)
+			return 0;
+		if (by - x->period_lines < n)
+			n = by - x->period_lines;
+	}
+	if (s->gen == EMU_GEN_A) {
+		if (!x->armed || x->full || used)
+			return 0;
+		uint32_t space = x->cap - x->copied;
+		uint64_t fit = space ? (space - 1) / EMU_SPM_LINE : 0;
+		if (fit < n)
+			n = fit;
+	} else {
+		uint64_t room = (uint64_t)p->unit_lines * EMU_SPM_LINE + used;
+		uint64_t half = s->ring_bytes / 2;
+		uint64_t fit = used > half || room > s->ring_bytes ? 0 : (half - used) / EMU_SPM_LINE;
+		uint64_t nostall = room > s->ring_bytes ? 0 : (s->ring_bytes - room) / EMU_SPM_LINE;
+		if (nostall < fit)
+			fit = nostall;
+		if (fit < n)
+			n = fit;
+	}
+	if (x->slot_seq && x->pend_len) {
+		uint64_t line = x->wptr / EMU_SPM_LINE, free_to = s->ring_lines + x->pend_from / EMU_SPM_LINE;
+		uint64_t fit = free_to > line ? free_to - line : 0;
+		if (fit < n)
+			n = fit;
+	}
+	return n;
+}
+
+/*
+ * n lines as emu_produce makes them one by one, under emu_run_len's
+ * conditions: each lands, gen A's worker copies each (one copy of all of
+ * them here), gen B's does nothing; every unit that starts among them is
+ * reported to the sample truth with no fate.
+ */
+static void emu_produce_run(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, const struct emu_spm_period *p,
+			    uint64_t n)
+{
+	uint64_t j0 = x->period_lines, u = p->unit_lines;
+	if (x->slot_seq && p->src->produced && u > 1)
+		for (uint64_t j = (j0 + u - 1) / u * u; j < j0 + n; j += u)
+			p->src->produced(&s->src_ctx, p, k, j / u, emu_line_time(p, j), 0);
+	if (x->slot_seq) {
+		uint64_t line = x->wptr / EMU_SPM_LINE, seq = x->next_seq;
+		for (uint64_t i = 0; i < n; i++)
+			x->slot_seq[(line + i) % s->ring_lines] = seq + i;
+	}
+	x->period_lines += n;
+	x->next_seq += n;
+	x->c.produced += n * EMU_SPM_LINE;
+	x->wptr += n * EMU_SPM_LINE;
+	if (s->gen == EMU_GEN_A)
+		emu_copy(s, k, x, emu_line_time(p, x->period_lines - 1));
+}
+
 /* Generate and process every line of this XCC that exists at `now`. */
 static void emu_advance_xcc(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, uint64_t now, bool until_full)
 {
@@ -389,7 +465,10 @@ static void emu_advance_xcc(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x
 		if (until_full && x->full)
 			return;
 		emu_skip_lost(s, k, x, p, target);
-		if (x->period_lines < target)
+		uint64_t n = emu_run_len(s, x, p, target);
+		if (n > 1)
+			emu_produce_run(s, k, x, p, n);
+		else if (x->period_lines < target)
 			emu_produce(s, k, x, emu_line_time(p, x->period_lines));
 	}
 }
