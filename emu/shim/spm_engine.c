@@ -382,7 +382,9 @@ static void emu_skip_lost(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, 
  * and stays at or below half, so its kthread does not act), no pending
  * injection due, no slot of pending bytes reused, and gen A's armed buffer
  * takes every line without filling (the line that fills it, and fill_ns,
- * go line by line).  0: the next line must go through emu_produce.
+ * go line by line).  Gen B without a buffer to copy to: the kthread above
+ * half a ring only flags loss, so the run goes on up to the last line that
+ * cannot stall.  0: the next line must go through emu_produce.
  */
 static uint64_t emu_run_len(const struct emu_spm *s, const struct emu_spm_xcc *x, const struct emu_spm_period *p,
 			    uint64_t target)
@@ -410,8 +412,11 @@ static uint64_t emu_run_len(const struct emu_spm *s, const struct emu_spm_xcc *x
 	} else {
 		uint64_t room = (uint64_t)p->unit_lines * EMU_SPM_LINE + used;
 		uint64_t half = s->ring_bytes / 2;
-		uint64_t fit = used > half || room > s->ring_bytes ? 0 : (half - used) / EMU_SPM_LINE;
 		uint64_t nostall = room > s->ring_bytes ? 0 : (s->ring_bytes - room) / EMU_SPM_LINE;
+		uint64_t fit = nostall;
+		/* With a buffer to copy into, the kthread acts on the line that crosses half a ring. */
+		if (x->armed && !x->full)
+			fit = used > half ? 0 : (half - used) / EMU_SPM_LINE;
 		if (nostall < fit)
 			fit = nostall;
 		if (fit < n)
@@ -440,9 +445,17 @@ static void emu_produce_run(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x
 		for (uint64_t j = (j0 + u - 1) / u * u; j < j0 + n; j += u)
 			p->src->produced(&s->src_ctx, p, k, j / u, emu_line_time(p, j), 0);
 	if (x->slot_seq) {
-		uint64_t line = x->wptr / EMU_SPM_LINE, seq = x->next_seq;
-		for (uint64_t i = 0; i < n; i++)
-			x->slot_seq[(line + i) % s->ring_lines] = seq + i;
+		/* Up to the ring's end, then from slot 0: no division per line. */
+		uint64_t slot = x->wptr / EMU_SPM_LINE % s->ring_lines, seq = x->next_seq;
+		for (uint64_t left = n; left;) {
+			uint64_t run = s->ring_lines - slot < left ? s->ring_lines - slot : left;
+			uint64_t *d = x->slot_seq + slot;
+			for (uint64_t i = 0; i < run; i++)
+				d[i] = seq + i;
+			seq += run;
+			left -= run;
+			slot = 0;
+		}
 	}
 	x->period_lines += n;
 	x->next_seq += n;
@@ -450,6 +463,8 @@ static void emu_produce_run(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x
 	x->wptr += n * EMU_SPM_LINE;
 	if (s->gen == EMU_GEN_A)
 		emu_copy(s, k, x, emu_line_time(p, x->period_lines - 1));
+	else if ((x->wptr - x->rptr) * 2 > s->ring_bytes)
+		x->loss = true; /* the kthread found more than half a ring and no buffer to copy to */
 }
 
 /* Generate and process every line of this XCC that exists at `now`. */
