@@ -489,6 +489,40 @@ static void emu_advance_xcc(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x
 }
 
 /*
+ * emu_spm_advance_late: the whole units of XCC k made before t, lost
+ * unmade.  The per-sample truth still gets one record per unit (its values
+ * zeros) unless `untold`: a few stores per sample, where making it is the
+ * cost that made the device late.
+ */
+static void emu_skip_late(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, uint64_t t, bool untold)
+{
+	if (!s->streaming || !x->producing)
+		return;
+	const struct emu_spm_period *p = emu_cur(x);
+	if (t <= p->start_ns)
+		return;
+	uint64_t target = emu_lines_by(p, t - p->start_ns);
+	if (x->period_lines >= target)
+		return;
+	if (x->period_lines % p->unit_lines || x->stall_left)
+		emu_advance_xcc(s, k, x, emu_line_time(p, x->period_lines), false);
+	if (x->period_lines >= target || x->stall_left)
+		return;
+	uint64_t n = target - x->period_lines, u = p->unit_lines;
+	if (!untold && x->slot_seq && p->src->produced && u > 1 && emu_struth_enabled()) {
+		uint32_t fate = EMU_UNIT_LATE | (s->gen == EMU_GEN_B ? EMU_UNIT_STALLED : EMU_UNIT_DISCARDED);
+		for (uint64_t j = x->period_lines; j < target; j += u)
+			p->src->produced(&s->src_ctx, p, k, j / u, emu_line_time(p, j), fate);
+	}
+	x->period_lines += n;
+	x->next_seq += n;
+	x->c.produced += n * EMU_SPM_LINE;
+	x->c.lost_overflow += n * EMU_SPM_LINE;
+	x->c.lost_late += n * EMU_SPM_LINE;
+	x->loss = true;
+}
+
+/*
  * The RLC of XCC k starts (START_COUNTING) or stops producing (STOP or
  * DISABLE_AND_RESET from PM4) at `t`; the caller has advanced to t.  Only
  * while streaming: otherwise KFD's next start resets the RLC anyway.
@@ -518,7 +552,7 @@ void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs)
 	emu_gs_unlock(gs);
 }
 
-static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
+static void emu_spm_advance_local(struct emu_spm *s, uint64_t now, uint64_t skip_to, bool untold)
 {
 	bool halted = false;
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
@@ -539,6 +573,7 @@ static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
 			 */
 			if (L && s->layout_id_base)
 				L->id += s->layout_id_base;
+			emu_skip_late(s, k, x, e.t_ns < skip_to ? e.t_ns : skip_to, untold);
 			emu_advance_xcc(s, k, x, e.t_ns, false);
 			EMU_DBG("RLC gpu 0x%x xcc %u: state %u at %llu replayed at %llu (log #%llu)\n", s->gpu_id, k, e.state,
 				(unsigned long long)e.t_ns, (unsigned long long)now, (unsigned long long)e.seq);
@@ -546,6 +581,7 @@ static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
 			halted |= e.state != EMU_SPM_COUNTING;
 			emu_rlc_put(L);
 		}
+		emu_skip_late(s, k, x, now < skip_to ? now : skip_to, untold);
 		emu_advance_xcc(s, k, x, now, false);
 	}
 	if (halted)
@@ -784,7 +820,16 @@ void emu_spm_advance(struct emu_spm *s, uint64_t now)
 		emu_dev_call(s, EMU_DEV_ADVANCE, now, 0, 0);
 		return;
 	}
-	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now));
+	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now, 0, false));
+}
+
+void emu_spm_advance_late(struct emu_spm *s, uint64_t now, uint64_t skip_to, bool untold)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_ADVANCE, now, 0, 0); /* the device decides when it is late */
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now, skip_to, untold));
 }
 
 uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)
