@@ -27,12 +27,12 @@ static unsigned MA, MB;
 static bool process_mode(void)
 {
 	const char *e = getenv("SPMTAP_EMU_DEVICE");
-	return e && !strcmp(e, "process");
+	return !e || strcmp(e, "inline");
 }
 
 static const char *need_process(void)
 {
-	return process_mode() ? NULL : "the device runs inline (SPMTAP_EMU_DEVICE is not process)";
+	return process_mode() ? NULL : "the device runs inline (SPMTAP_EMU_DEVICE=inline)";
 }
 
 /* Children of `parent` whose command is spmtap-emu-device, from /proc; up to n pids. */
@@ -332,9 +332,7 @@ int main(int argc, char **argv)
 	char err[256];
 	if (argc > 1 && !strcmp(argv[1], "--list"))
 		return testenv_run_suite("emu_device", cases, argc, argv);
-	/* The device process unless the run asks for the inline engine (the emulator's default). */
-	if (!getenv("SPMTAP_EMU_DEVICE"))
-		setenv("SPMTAP_EMU_DEVICE", "process", 1);
+	/* The device process (the emulator's default) unless the run asks for the inline engine. */
 	testenv_under_emu(argc, argv, SPEC, NULL);
 	if (emu_spec_parse(SPEC, g, 2, err, sizeof(err)) != 2)
 		return 2;
