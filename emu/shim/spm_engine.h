@@ -7,10 +7,11 @@
  * The emulated RLC produces lines in periods (spm_source.h): the pattern at
  * SPMTAP_EMU_RATE from the streaming start, or whole samples at the
  * programmed interval from a START_COUNTING.
- * Nothing runs in the background: each ioctl first advances the simulation
- * to "now", line by line in generation-time order, applying exactly what
- * the kernel's worker (gen A) or polling kthread (gen B) would have done
- * as each line arrived.  Bytes are synthesised by the source only when they
+ * The simulation is advanced to "now" (by the device process's tick and
+ * each ioctl, or inline by the ioctls only) in generation-time order,
+ * applying exactly what the kernel's worker (gen A) or polling kthread
+ * (gen B) would have done as each line arrived: line by line where
+ * something happens at a line, in one step over runs where nothing does.  Bytes are synthesised by the source only when they
  * are written to user memory.
  */
 #ifndef SPMTAP_EMU_SPM_ENGINE_H
