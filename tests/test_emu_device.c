@@ -27,12 +27,12 @@ static unsigned MA, MB;
 static bool process_mode(void)
 {
 	const char *e = getenv("SPMTAP_EMU_DEVICE");
-	return e && !strcmp(e, "process");
+	return !e || strcmp(e, "inline");
 }
 
 static const char *need_process(void)
 {
-	return process_mode() ? NULL : "the device runs inline (SPMTAP_EMU_DEVICE is not process)";
+	return process_mode() ? NULL : "the device runs inline (SPMTAP_EMU_DEVICE=inline)";
 }
 
 /* Children of `parent` whose command is spmtap-emu-device, from /proc; up to n pids. */
@@ -151,6 +151,43 @@ static void test_worker_writes_without_a_call(void)
 	CU_ASSERT_EQUAL(s.first_seq, 0);
 	stream_free(&s);
 	CU_ASSERT_EQUAL(spm_op(kfd, GA, OP_REL), 0);
+}
+
+/*
+ * A device far behind real time (here: stopped 300 ms, as a starved host
+ * would leave it) does not make up the time sample by sample, with the
+ * owner's next request waiting behind it: it loses what is older than
+ * 2 ms unmade, flags the loss and counts it in the truth (lost_late_bytes,
+ * part of lost_overflow_bytes).  Before, it made every line of those
+ * 300 ms, and under load fell further behind with each step for good.
+ */
+static void test_late_device_loses_unmade(void)
+{
+	uint8_t *b = malloc(6u << 20);
+	pid_t dev;
+	CU_ASSERT_EQUAL_FATAL(spm_op(kfd, GB, OP_ACQ), 0);
+	CU_ASSERT_EQUAL_FATAL(device_children(getpid(), &dev, 1), 1);
+	CU_ASSERT_EQUAL(spm_set(kfd, GB, b, 6u << 20, 0, NULL, NULL), 0);
+	ms_sleep(5);
+	CU_ASSERT_EQUAL(kill(dev, SIGSTOP), 0);
+	ms_sleep(300);
+	CU_ASSERT_EQUAL(kill(dev, SIGCONT), 0);
+	uint32_t copied, loss;
+	CU_ASSERT_EQUAL(spm_set(kfd, GB, NULL, 6 * 64, 0, &copied, &loss), 0);
+	CU_ASSERT(copied > 0);
+	CU_ASSERT(loss > 0);
+	CU_ASSERT_EQUAL(spm_op(kfd, GB, OP_REL), 0);
+	for (unsigned k = 0; k < 6; k++) {
+		json_t *j = truth_last(GB, k);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+		CU_ASSERT(truth_consistent(j));
+		long long late = tv(j, "lost_late_bytes");
+		/* 8192 B/ms per XCC: at least the 200 ms beyond the 100 ms bound. */
+		CU_ASSERT(late >= 200ll * 8192);
+		CU_ASSERT(late <= tv(j, "lost_overflow_bytes"));
+		json_decref(j);
+	}
+	free(b);
 }
 
 /* One device process per GPU's session, a child of the owner; RELEASE ends it. */
@@ -283,6 +320,7 @@ static const struct testenv_case cases[] = {
 	{ "truth_names_device", test_truth_names_device, NULL },
 	{ "worker_writes_without_a_call", test_worker_writes_without_a_call, need_process },
 	{ "one_device_per_session", test_one_device_per_session, need_process },
+	{ "late_device_loses_unmade", test_late_device_loses_unmade, need_process },
 	{ "kill9_owner", test_kill9_owner, NULL },
 	{ "owner_exec", test_owner_exec, NULL },
 	{ NULL, NULL, NULL },
@@ -294,9 +332,7 @@ int main(int argc, char **argv)
 	char err[256];
 	if (argc > 1 && !strcmp(argv[1], "--list"))
 		return testenv_run_suite("emu_device", cases, argc, argv);
-	/* The device process unless the run asks for the inline engine (the emulator's default). */
-	if (!getenv("SPMTAP_EMU_DEVICE"))
-		setenv("SPMTAP_EMU_DEVICE", "process", 1);
+	/* The device process (the emulator's default) unless the run asks for the inline engine. */
 	testenv_under_emu(argc, argv, SPEC, NULL);
 	if (emu_spec_parse(SPEC, g, 2, err, sizeof(err)) != 2)
 		return 2;

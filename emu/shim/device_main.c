@@ -48,13 +48,27 @@ static uint64_t emu_dev_now(uint64_t *last, uint64_t now)
 	return *last;
 }
 
-static void emu_dev_exec(struct emu_dev_shm *m, struct emu_spm *e, uint64_t *last)
+/* Production up to `now`, bounded when the device is late (EMU_DEV_LAG_MAX_NS); *done: where it is. */
+static void emu_dev_advance(struct emu_spm *e, uint64_t now, uint64_t *done)
+{
+	uint64_t skip_to = 0;
+	if (*done && now > *done + EMU_DEV_LAG_MAX_NS) {
+		skip_to = now - EMU_DEV_LAG_KEEP_NS;
+		EMU_DBG("SPM device gpu 0x%x: %llu us behind real time, samples up to %llu us ago lost\n", e->gpu_id,
+			(unsigned long long)(now - *done) / 1000, (unsigned long long)EMU_DEV_LAG_KEEP_NS / 1000);
+	}
+	emu_spm_advance_late(e, now, skip_to, skip_to && now > *done + EMU_DEV_LAG_UNTOLD_NS);
+	if (now > *done)
+		*done = now;
+}
+
+static void emu_dev_exec(struct emu_dev_shm *m, struct emu_spm *e, uint64_t *last, uint64_t *done)
 {
 	uint32_t b = 0, l = 0;
 	m->rc = 0;
 	switch ((enum emu_dev_op)m->op) {
 	case EMU_DEV_ADVANCE:
-		emu_spm_advance(e, emu_dev_now(last, m->a[0]));
+		emu_dev_advance(e, emu_dev_now(last, m->a[0]), done);
 		break;
 	case EMU_DEV_PREDICT:
 		m->val = emu_spm_predict_fill(e, m->a[0]);
@@ -195,11 +209,11 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 	 * every tick, the caller's requests as they come.  Everything runs under
 	 * the page's lock, so a request sees the engine between two steps.
 	 */
-	uint64_t next_tick = emu_dev_mono_ns(), next_probe = next_tick + EMU_DEV_PROBE_NS, last = 0;
+	uint64_t next_tick = emu_dev_mono_ns(), next_probe = next_tick + EMU_DEV_PROBE_NS, last = 0, done = 0;
 	for (;;) {
 		if (m->req_seq != m->rep_seq) {
 			uint32_t op = m->op;
-			emu_dev_exec(m, e, &last);
+			emu_dev_exec(m, e, &last, &done);
 			m->rep_seq = m->req_seq;
 			pthread_cond_broadcast(&m->rep);
 			if (op == EMU_DEV_QUIT)
@@ -215,7 +229,7 @@ EMU_EXPORT int spmtap_emu_device_main(int argc, char **argv)
 			next_probe = mono + EMU_DEV_PROBE_NS;
 		}
 		if (mono >= next_tick && !m->hold && !__atomic_load_n(&m->want, __ATOMIC_SEQ_CST)) {
-			emu_spm_advance(e, emu_dev_now(&last, emu_clock_raw_ns()));
+			emu_dev_advance(e, emu_dev_now(&last, emu_clock_raw_ns()), &done);
 			emu_spm_commit(e);
 			emu_dev_snapshot(m, e);
 			/* From the end of the step: a device behind real time still leaves the lock free a while. */

@@ -25,6 +25,21 @@
 #define EMU_DEV_TICK_NS 1000000ull
 /* Between two SPM streams (after ACQUIRE, after a stop) the tick only replays the GPU's log. */
 #define EMU_DEV_IDLE_TICK_NS 20000000ull
+/*
+ * A device further behind real time than LAG_MAX (a starved host, a rate it
+ * cannot make) loses the samples up to KEEP before now without making them:
+ * no step is ever longer than LAG_MAX's production, so a request (a stop, a
+ * release) waits at most that, and the per-sample truth grows no faster
+ * than the device can keep up with.  Never reached on a host that keeps up.
+ */
+#define EMU_DEV_LAG_MAX_NS 100000000ull
+#define EMU_DEV_LAG_KEEP_NS 2000000ull
+/*
+ * The lost samples still get their per-sample truth record (no values), so
+ * tests can count them, unless the device is this far behind: at rates
+ * where even a record per sample outruns it, it writes none.
+ */
+#define EMU_DEV_LAG_UNTOLD_NS 1000000000ull
 /* How often the device checks that its owner has not exec'ed. */
 #define EMU_DEV_PROBE_NS 100000000ull
 /* How long ACQUIRE waits for a new device before it falls back to the inline engine. */

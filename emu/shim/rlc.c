@@ -371,8 +371,10 @@ static void emu_rlc_produced(const struct emu_spm_source_ctx *ctx, const struct 
 	}
 	if (!L->struth)
 		return;
-	const uint64_t *vals;
-	if (!emu_rlc_gen(L, xcc, p->first_sample + u, emu_workload_activity(&L->wl, t_ns), &vals))
+	const uint64_t *vals = NULL;
+	/* Lost unmade by a device behind real time: its existence, not its values, is the truth. */
+	if (!(fate & EMU_UNIT_LATE) &&
+	    !emu_rlc_gen(L, xcc, p->first_sample + u, emu_workload_activity(&L->wl, t_ns), &vals))
 		return;
 	emu_struth_record(L, xcc, p->first_sample + u, emu_clock_ticks(t_ns), fate, vals);
 }

@@ -35,6 +35,7 @@ struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap);
 
 /* sample_truth.c: $SPMTAP_EMU_SAMPLE_TRUTH (docs/emulator.md). */
 bool emu_struth_enabled(void);
+/* vals NULL: zeros, for a sample never made (EMU_UNIT_LATE). */
 void emu_struth_record(struct emu_rlc_layout *L, uint32_t xcc, uint64_t sample_seq, uint64_t ticks,
 		       uint32_t flags, const uint64_t *vals);
 void emu_struth_flush(void);

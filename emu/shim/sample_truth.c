@@ -147,7 +147,10 @@ void emu_struth_record(struct emu_rlc_layout *L, uint32_t xcc, uint64_t sample_s
 		return;
 	memcpy(p, hdr, sizeof(hdr));
 	memcpy(p + sizeof(hdr), hdr2, sizeof(hdr2));
-	memcpy(p + 40, vals, (size_t)L->ncnt * 8);
+	if (vals)
+		memcpy(p + 40, vals, (size_t)L->ncnt * 8);
+	else
+		memset(p + 40, 0, (size_t)L->ncnt * 8); /* a sample lost unmade (EMU_UNIT_LATE) */
 	emu_st_append(p, n);
 	if (p != rec)
 		free(p);

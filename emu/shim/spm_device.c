@@ -38,7 +38,7 @@ static volatile uint64_t emu_dev_token;
 bool emu_dev_wanted(void)
 {
 	const char *e = getenv("SPMTAP_EMU_DEVICE");
-	return e && !strcmp(e, "process");
+	return !e || strcmp(e, "inline");
 }
 
 /* ---- the caller's side ------------------------------------------------------- */

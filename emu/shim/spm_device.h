@@ -6,7 +6,7 @@
  * something else; inline, the emulator did both inside the collector's
  * ioctl, so every cost of the device was billed to the collector.
  *
- * SPMTAP_EMU_DEVICE=process starts, at ACQUIRE, one device
+ * By default (SPMTAP_EMU_DEVICE unset or "process") ACQUIRE starts one device
  * process per GPU's SPM session (posix_spawn of spmtap-emu-device, which
  * runs spmtap_emu_device_main of this same shim).  It owns the whole engine
  * of spm_engine.c: it advances production to real time on its own clock
@@ -16,8 +16,7 @@
  * requests in a shared page: plain data under a process-shared robust
  * mutex.  The device dies with its parent (PR_SET_PDEATHSIG plus getppid).
  *
- * SPMTAP_EMU_DEVICE=inline (the default, docs/emulator.md says why) keeps
- * the lazy engine inside the caller.
+ * SPMTAP_EMU_DEVICE=inline keeps the lazy engine inside the caller.
  *
  * spm_device.c is the owner's side, device_main.c the device's, and
  * device_shm.h the page they share.
@@ -49,7 +48,7 @@ enum emu_dev_op {
 	EMU_DEV_QUIT,
 };
 
-/* SPMTAP_EMU_DEVICE: the device process only when it says "process". */
+/* SPMTAP_EMU_DEVICE: the device process unless it says "inline". */
 bool emu_dev_wanted(void);
 
 /*

@@ -376,6 +376,97 @@ static void emu_skip_lost(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, 
 	x->rptr = x->wptr;
 }
 
+/*
+ * How many lines from here up to `target` go through emu_produce with
+ * nothing but bookkeeping: no stall (gen B's ring has room for every unit
+ * and stays at or below half, so its kthread does not act), no pending
+ * injection due, no slot of pending bytes reused, and gen A's armed buffer
+ * takes every line without filling (the line that fills it, and fill_ns,
+ * go line by line).  Gen B without a buffer to copy to: the kthread above
+ * half a ring only flags loss, so the run goes on up to the last line that
+ * cannot stall.  0: the next line must go through emu_produce.
+ */
+static uint64_t emu_run_len(const struct emu_spm *s, const struct emu_spm_xcc *x, const struct emu_spm_period *p,
+			    uint64_t target)
+{
+	if (x->stall_left || x->period_lines >= target)
+		return 0;
+	uint64_t n = target - x->period_lines, used = x->wptr - x->rptr;
+	for (int i = 0; i < s->ninj; i++) {
+		if (!x->inj_left[i])
+			continue;
+		uint64_t at = s->first_start_ns + s->inj[i].at_ns;
+		uint64_t by = at > p->start_ns ? emu_lines_by(p, at - 1 - p->start_ns) : 0;
+		if (by <= x->period_lines)
+			return 0;
+		if (by - x->period_lines < n)
+			n = by - x->period_lines;
+	}
+	if (s->gen == EMU_GEN_A) {
+		if (!x->armed || x->full || used)
+			return 0;
+		uint32_t space = x->cap - x->copied;
+		uint64_t fit = space ? (space - 1) / EMU_SPM_LINE : 0;
+		if (fit < n)
+			n = fit;
+	} else {
+		uint64_t room = (uint64_t)p->unit_lines * EMU_SPM_LINE + used;
+		uint64_t half = s->ring_bytes / 2;
+		uint64_t nostall = room > s->ring_bytes ? 0 : (s->ring_bytes - room) / EMU_SPM_LINE;
+		uint64_t fit = nostall;
+		/* With a buffer to copy into, the kthread acts on the line that crosses half a ring. */
+		if (x->armed && !x->full)
+			fit = used > half ? 0 : (half - used) / EMU_SPM_LINE;
+		if (nostall < fit)
+			fit = nostall;
+		if (fit < n)
+			n = fit;
+	}
+	if (x->slot_seq && x->pend_len) {
+		uint64_t line = x->wptr / EMU_SPM_LINE, free_to = s->ring_lines + x->pend_from / EMU_SPM_LINE;
+		uint64_t fit = free_to > line ? free_to - line : 0;
+		if (fit < n)
+			n = fit;
+	}
+	return n;
+}
+
+/*
+ * n lines as emu_produce makes them one by one, under emu_run_len's
+ * conditions: each lands, gen A's worker copies each (one copy of all of
+ * them here), gen B's does nothing; every unit that starts among them is
+ * reported to the sample truth with no fate.
+ */
+static void emu_produce_run(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, const struct emu_spm_period *p,
+			    uint64_t n)
+{
+	uint64_t j0 = x->period_lines, u = p->unit_lines;
+	if (x->slot_seq && p->src->produced && u > 1)
+		for (uint64_t j = (j0 + u - 1) / u * u; j < j0 + n; j += u)
+			p->src->produced(&s->src_ctx, p, k, j / u, emu_line_time(p, j), 0);
+	if (x->slot_seq) {
+		/* Up to the ring's end, then from slot 0: no division per line. */
+		uint64_t slot = x->wptr / EMU_SPM_LINE % s->ring_lines, seq = x->next_seq;
+		for (uint64_t left = n; left;) {
+			uint64_t run = s->ring_lines - slot < left ? s->ring_lines - slot : left;
+			uint64_t *d = x->slot_seq + slot;
+			for (uint64_t i = 0; i < run; i++)
+				d[i] = seq + i;
+			seq += run;
+			left -= run;
+			slot = 0;
+		}
+	}
+	x->period_lines += n;
+	x->next_seq += n;
+	x->c.produced += n * EMU_SPM_LINE;
+	x->wptr += n * EMU_SPM_LINE;
+	if (s->gen == EMU_GEN_A)
+		emu_copy(s, k, x, emu_line_time(p, x->period_lines - 1));
+	else if ((x->wptr - x->rptr) * 2 > s->ring_bytes)
+		x->loss = true; /* the kthread found more than half a ring and no buffer to copy to */
+}
+
 /* Generate and process every line of this XCC that exists at `now`. */
 static void emu_advance_xcc(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, uint64_t now, bool until_full)
 {
@@ -389,9 +480,46 @@ static void emu_advance_xcc(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x
 		if (until_full && x->full)
 			return;
 		emu_skip_lost(s, k, x, p, target);
-		if (x->period_lines < target)
+		uint64_t n = emu_run_len(s, x, p, target);
+		if (n > 1)
+			emu_produce_run(s, k, x, p, n);
+		else if (x->period_lines < target)
 			emu_produce(s, k, x, emu_line_time(p, x->period_lines));
 	}
+}
+
+/*
+ * emu_spm_advance_late: the whole units of XCC k made before t, lost
+ * unmade.  The per-sample truth still gets one record per unit (its values
+ * zeros) unless `untold`: a few stores per sample, where making it is the
+ * cost that made the device late.
+ */
+static void emu_skip_late(struct emu_spm *s, uint32_t k, struct emu_spm_xcc *x, uint64_t t, bool untold)
+{
+	if (!s->streaming || !x->producing)
+		return;
+	const struct emu_spm_period *p = emu_cur(x);
+	if (t <= p->start_ns)
+		return;
+	uint64_t target = emu_lines_by(p, t - p->start_ns);
+	if (x->period_lines >= target)
+		return;
+	if (x->period_lines % p->unit_lines || x->stall_left)
+		emu_advance_xcc(s, k, x, emu_line_time(p, x->period_lines), false);
+	if (x->period_lines >= target || x->stall_left)
+		return;
+	uint64_t n = target - x->period_lines, u = p->unit_lines;
+	if (!untold && x->slot_seq && p->src->produced && u > 1 && emu_struth_enabled()) {
+		uint32_t fate = EMU_UNIT_LATE | (s->gen == EMU_GEN_B ? EMU_UNIT_STALLED : EMU_UNIT_DISCARDED);
+		for (uint64_t j = x->period_lines; j < target; j += u)
+			p->src->produced(&s->src_ctx, p, k, j / u, emu_line_time(p, j), fate);
+	}
+	x->period_lines += n;
+	x->next_seq += n;
+	x->c.produced += n * EMU_SPM_LINE;
+	x->c.lost_overflow += n * EMU_SPM_LINE;
+	x->c.lost_late += n * EMU_SPM_LINE;
+	x->loss = true;
 }
 
 /*
@@ -424,7 +552,7 @@ void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs)
 	emu_gs_unlock(gs);
 }
 
-static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
+static void emu_spm_advance_local(struct emu_spm *s, uint64_t now, uint64_t skip_to, bool untold)
 {
 	bool halted = false;
 	for (uint32_t k = 0; k < s->num_xcc; k++) {
@@ -445,6 +573,7 @@ static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
 			 */
 			if (L && s->layout_id_base)
 				L->id += s->layout_id_base;
+			emu_skip_late(s, k, x, e.t_ns < skip_to ? e.t_ns : skip_to, untold);
 			emu_advance_xcc(s, k, x, e.t_ns, false);
 			EMU_DBG("RLC gpu 0x%x xcc %u: state %u at %llu replayed at %llu (log #%llu)\n", s->gpu_id, k, e.state,
 				(unsigned long long)e.t_ns, (unsigned long long)now, (unsigned long long)e.seq);
@@ -452,6 +581,7 @@ static void emu_spm_advance_local(struct emu_spm *s, uint64_t now)
 			halted |= e.state != EMU_SPM_COUNTING;
 			emu_rlc_put(L);
 		}
+		emu_skip_late(s, k, x, now < skip_to ? now : skip_to, untold);
 		emu_advance_xcc(s, k, x, now, false);
 	}
 	if (halted)
@@ -690,7 +820,16 @@ void emu_spm_advance(struct emu_spm *s, uint64_t now)
 		emu_dev_call(s, EMU_DEV_ADVANCE, now, 0, 0);
 		return;
 	}
-	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now));
+	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now, 0, false));
+}
+
+void emu_spm_advance_late(struct emu_spm *s, uint64_t now, uint64_t skip_to, bool untold)
+{
+	if (s->dev) {
+		emu_dev_call(s, EMU_DEV_ADVANCE, now, 0, 0); /* the device decides when it is late */
+		return;
+	}
+	EMU_INLINE_TIMED(s, emu_spm_advance_local(s, now, skip_to, untold));
 }
 
 uint64_t emu_spm_predict_fill(const struct emu_spm *s, uint64_t deadline)

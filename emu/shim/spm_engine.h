@@ -7,10 +7,11 @@
  * The emulated RLC produces lines in periods (spm_source.h): the pattern at
  * SPMTAP_EMU_RATE from the streaming start, or whole samples at the
  * programmed interval from a START_COUNTING.
- * Nothing runs in the background: each ioctl first advances the simulation
- * to "now", line by line in generation-time order, applying exactly what
- * the kernel's worker (gen A) or polling kthread (gen B) would have done
- * as each line arrived.  Bytes are synthesised by the source only when they
+ * The simulation is advanced to "now" (by the device process's tick and
+ * each ioctl, or inline by the ioctls only) in generation-time order,
+ * applying exactly what the kernel's worker (gen A) or polling kthread
+ * (gen B) would have done as each line arrived: line by line where
+ * something happens at a line, in one step over runs where nothing does.  Bytes are synthesised by the source only when they
  * are written to user memory.
  */
 #ifndef SPMTAP_EMU_SPM_ENGINE_H
@@ -31,6 +32,7 @@ struct emu_spm_counts {
 	uint64_t produced, copied;
 	uint64_t lost_overflow, lost_no_buffer, lost_injected, lost_efault;
 	uint64_t discarded_stop, discarded_release;
+	uint64_t lost_late; /* of lost_overflow: skipped by a device behind real time (emu_spm_advance_late) */
 };
 
 struct emu_spm_xcc {
@@ -106,6 +108,15 @@ void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs);
  * Takes the GPU's shared lock: never call it with that lock held.
  */
 void emu_spm_advance(struct emu_spm *s, uint64_t now);
+/*
+ * The device process's advance when it is behind real time (device_main.c):
+ * the whole samples made before `skip_to` are lost without being made
+ * (lost_overflow and lost_late, the loss flag, per-sample truth records
+ * flagged EMU_UNIT_LATE with zero values, none at all when `untold`), as a
+ * stalled RLC would lose them; the rest up to `now` as emu_spm_advance.  A
+ * sample already begun is finished first, so samples stay whole.
+ */
+void emu_spm_advance_late(struct emu_spm *s, uint64_t now, uint64_t skip_to, bool untold);
 bool emu_spm_armed(const struct emu_spm *s);
 /* Gen A: the buffer is full; gen B: any region is full. */
 bool emu_spm_prev_full(const struct emu_spm *s);

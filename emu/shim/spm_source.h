@@ -67,6 +67,8 @@ struct emu_spm_source {
  */
 #define EMU_UNIT_STALLED 1u   /* gen B: the ring had no room, the RLC stalled over it (4.2) */
 #define EMU_UNIT_DISCARDED 2u /* gen A: the armed buffer was full, the worker discards the ring (4.2) */
+/* With one of the above: lost unmade by the emulated device behind real time (values not made: zeros). */
+#define EMU_UNIT_LATE 4u
 
 /* The self-checking pattern documented in docs/emulator.md. */
 extern const struct emu_spm_source emu_spm_source_pattern;

@@ -55,14 +55,15 @@ void emu_truth_release(const struct emu_spm *s)
 				 "\"lost_overflow_bytes\":%llu,\"lost_no_buffer_bytes\":%llu,"
 				 "\"lost_injected_bytes\":%llu,\"lost_efault_bytes\":%llu,"
 				 "\"discarded_stop_bytes\":%llu,\"discarded_release_bytes\":%llu,\"lines\":%llu,"
-				 "\"device\":\"%s\",\"device_cpu_s\":%.6f",
+				 "\"lost_late_bytes\":%llu,\"device\":\"%s\",\"device_cpu_s\":%.6f",
 				 s->user_pid ? s->user_pid : (int)getpid(), s->gpu_id, k, s->gen == EMU_GEN_A ? 'A' : 'B',
 				 (unsigned long long)c->produced, (unsigned long long)c->copied,
 				 (unsigned long long)lost, (unsigned long long)c->lost_overflow,
 				 (unsigned long long)c->lost_no_buffer, (unsigned long long)c->lost_injected,
 				 (unsigned long long)c->lost_efault, (unsigned long long)c->discarded_stop,
 				 (unsigned long long)c->discarded_release,
-				 (unsigned long long)(c->produced / EMU_SPM_LINE), s->in_device ? "process" : "inline",
+				 (unsigned long long)(c->produced / EMU_SPM_LINE),
+				 (unsigned long long)c->lost_late, s->in_device ? "process" : "inline",
 				 cpu_s);
 		const struct emu_rlc_layout *L = emu_spm_last_layout(s, k);
 		if (L && n > 0 && (size_t)n < sizeof(line)) {
