@@ -767,6 +767,16 @@ static int plan_simd(struct dec *d, bool per_se)
 		if (g->ncols)
 			s->ngroups++;
 	}
+	/* Work per sample is about SEs summed times line pairs loaded. */
+	uint32_t w = 0, acc = 0;
+	for (uint32_t gi = 0; gi < s->ngroups; gi++)
+		w += s->group[gi].nse * s->group[gi].npairs;
+	for (uint32_t gi = 0; gi < s->ngroups; gi++) {
+		struct dec_simd_group *g = &s->group[gi];
+		g->pf0 = acc * 256 / w;
+		acc += g->nse * g->npairs;
+		g->pf1 = gi + 1 == s->ngroups ? 256 : acc * 256 / w;
+	}
 	return 0;
 }
 

@@ -79,6 +79,10 @@ struct dec_simd_group {
 	 * sum, so each used line of 8 samples is transposed as 16-bit slots
 	 * (24 shuffles per line) instead of split into even/odd u32 rows */
 	bool u16;
+	/* its share of the next block's prefetches: [pf0, pf1) / 256 of the
+	 * bytes, in proportion to its work, so that they spread over the whole
+	 * block's arithmetic instead of crowding into the cheapest pass */
+	uint32_t pf0, pf1;
 };
 
 struct dec_simd_col {
