@@ -322,9 +322,9 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 {
 	const uint32_t per = g->npairs * 16; /* vectors per step in T */
 	__m256i *T = s->scratch;
-	struct pfcur pc = {pf, 0, (pflen / nsteps + 63) & ~(size_t)63, pflen};
+	/* a slice per 2 samples of every pair, as in group_steps */
+	struct pfcur pc = {pf, 0, (pflen / (nsteps * 4 * g->npairs) + 63) & ~(size_t)63, pflen};
 	for (uint32_t st = 0; st < nsteps; st++) {
-		prefetch_slice(&pc);
 		const uint8_t *q0 = p + (size_t)st * 8 * sb + g->base;
 		for (uint32_t q = 0; q < g->npairs; q++) {
 			const struct dec_simd_pair *pp = &g->pair[q];
@@ -332,8 +332,11 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 				__m256i r[8];
 				const uint8_t *a = q0 + pp->off;
 #pragma GCC unroll 8
-				for (uint32_t i = 0; i < 8; i++)
+				for (uint32_t i = 0; i < 8; i++) {
+					if (i % 2 == 0)
+						prefetch_slice(&pc);
 					r[i] = ld2(a + i * sb + pp->hoff[0], a + i * sb + 32 + pp->hoff[1]);
+				}
 				transpose16(r, T + st * per + q * 16);
 				continue;
 			}
@@ -342,8 +345,11 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 					continue;
 				__m256i r[8];
 				const uint8_t *a = q0 + pp->off + l * 32;
-				for (uint32_t i = 0; i < 8; i++)
+				for (uint32_t i = 0; i < 8; i++) {
+					if (i % 2 == 0 && l == 0)
+						prefetch_slice(&pc);
 					r[i] = ld(a + i * sb);
+				}
 				transpose16(r, T + st * per + (q * 2 + l) * 8);
 			}
 		}
