@@ -31,25 +31,46 @@ INLINE __m256i ld(const void *p)
 	return _mm256_loadu_si256((const __m256i *)p);
 }
 
-/* A cursor over the bytes to prefetch: [o, len) of pf, `slice` bytes a turn. */
+/*
+ * A cursor over the bytes to prefetch: [o, len) of pf.  Each turn asks for
+ * n lines (1, 2 or 4, so that the group's turns cover the bytes evenly; a
+ * compare, a predictable branch and the prefetches: no loop), the turns sit
+ * between the arithmetic, and pf_rest catches up on what they left.
+ */
 struct pfcur {
 	const uint8_t *pf;
-	size_t o, slice, len;
+	size_t o, len;
+	uint32_t n;
 };
 
-/* Prefetch the next slice of the cursor, 64 bytes at a time, four per turn. */
+/* A cursor for len bytes over `turns` turns. */
+INLINE struct pfcur pf_start(const uint8_t *pf, size_t len, uint32_t turns)
+{
+	size_t lines = (len + 63) / 64;
+	uint32_t n = lines > 2 * (size_t)turns ? 4 : lines > turns ? 2 : 1;
+	return (struct pfcur){pf, 0, len, n};
+}
+
 INLINE void prefetch_slice(struct pfcur *c)
 {
-	size_t e = c->o + c->slice < c->len ? c->o + c->slice : c->len, i = c->o;
-	for (; i + 256 <= e; i += 256) {
-		__builtin_prefetch(c->pf + i);
-		__builtin_prefetch(c->pf + i + 64);
-		__builtin_prefetch(c->pf + i + 128);
-		__builtin_prefetch(c->pf + i + 192);
+	if (c->o < c->len) {
+		const uint8_t *a = c->pf + c->o;
+		__builtin_prefetch(a);
+		if (c->n >= 2) {
+			__builtin_prefetch(a + 64);
+			if (c->n == 4) {
+				__builtin_prefetch(a + 128);
+				__builtin_prefetch(a + 192);
+			}
+		}
+		c->o += (size_t)c->n * 64;
 	}
-	for (; i < e; i += 64)
-		__builtin_prefetch(c->pf + i);
-	c->o = i;
+}
+
+INLINE void pf_rest(struct pfcur *c)
+{
+	for (; c->o < c->len; c->o += 64)
+		__builtin_prefetch(c->pf + c->o);
 }
 
 /*
@@ -219,15 +240,16 @@ INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g
 {
 	const uint32_t per = g->npairs * 32; /* vectors per step in T */
 	__m256i *T = s->scratch;
-	/* The prefetches for the next block go out a slice per sample and pair,
+	/* The prefetches for the next block go out a turn per sample and pair,
 	 * between the SE sums, so that memory and compute overlap; in bursts
 	 * (40 per 8-sample step, or the whole block in the cheap global pass)
 	 * they fill the miss buffers and the core waits for them (perf: 28 % of
 	 * the kernel's samples on one prefetch; 0.8x -> 1.0-1.2x memcpy). */
-	struct pfcur pc = {pf, 0, (pflen / (nsteps * 8 * g->npairs) + 63) & ~(size_t)63, pflen};
+	struct pfcur pc = pf_start(pf, pflen, nsteps * 8 * g->npairs);
 	for (uint32_t st = 0; st < nsteps; st++)
 		group_rows(g, p + (size_t)st * 8 * sb, sb, (__m256i(*)[8])(T + st * per), &pc,
 			   NSE);
+	pf_rest(&pc);
 	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
 				  *end = sc + g->ncols;
 	const unsigned shift = pos & 63;
@@ -322,8 +344,8 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 {
 	const uint32_t per = g->npairs * 16; /* vectors per step in T */
 	__m256i *T = s->scratch;
-	/* a slice per 2 samples of every pair, as in group_steps */
-	struct pfcur pc = {pf, 0, (pflen / (nsteps * 4 * g->npairs) + 63) & ~(size_t)63, pflen};
+	/* a turn per 2 samples of every pair, as in group_steps */
+	struct pfcur pc = pf_start(pf, pflen, nsteps * 4 * g->npairs);
 	for (uint32_t st = 0; st < nsteps; st++) {
 		const uint8_t *q0 = p + (size_t)st * 8 * sb + g->base;
 		for (uint32_t q = 0; q < g->npairs; q++) {
@@ -354,6 +376,7 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 			}
 		}
 	}
+	pf_rest(&pc);
 	const struct dec_simd_col *sc = &s->col[g->col0], *wide = sc + g->nnarrow,
 				  *end = sc + g->ncols;
 	const unsigned shift = pos & 63;
