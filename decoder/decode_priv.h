@@ -119,4 +119,13 @@ uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, u
 			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat,
 			const uint8_t *pf, size_t pflen);
 
+/*
+ * steady_ts's test for the SIMD path: the timestamps (u64 at offset 0) of j
+ * samples at p copied to ts; true if any is <= the one before it (last
+ * before the first) or exceeds it by more than lim.  Little-endian x86
+ * only, like the rest of the SIMD path.
+ */
+bool dec_simd_ts(const uint8_t *p, size_t sb, uint32_t j, uint64_t last, uint64_t lim,
+		 uint64_t *ts);
+
 #endif

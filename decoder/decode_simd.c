@@ -464,6 +464,47 @@ static TARGET void group_block(const struct dec_simd *s, const struct dec_simd_g
 #undef STEPS
 }
 
+/*
+ * steady_ts's check, 4 samples a vector: unsigned 64-bit compares as signed
+ * ones of the values with the sign bit flipped (a difference is the same
+ * either way).  About 4 instructions a sample instead of 13.
+ */
+TARGET bool dec_simd_ts(const uint8_t *p, size_t sb, uint32_t j, uint64_t last, uint64_t lim,
+			uint64_t *ts)
+{
+	const __m256i S = _mm256_set1_epi64x(INT64_MIN);
+	const __m256i limS = _mm256_xor_si256(_mm256_set1_epi64x((long long)lim), S);
+	__m256i lastS = _mm256_xor_si256(_mm256_set1_epi64x((long long)last), S);
+	__m256i ok = _mm256_set1_epi64x(-1), big = _mm256_setzero_si256();
+	uint32_t i = 0;
+	for (; i + 4 <= j; i += 4, p += 4 * sb) {
+		uint64_t a, b, c, d;
+		memcpy(&a, p, 8), memcpy(&b, p + sb, 8), memcpy(&c, p + 2 * sb, 8);
+		memcpy(&d, p + 3 * sb, 8);
+		__m256i t = _mm256_set_epi64x((long long)d, (long long)c, (long long)b, (long long)a);
+		_mm256_storeu_si256((__m256i *)(ts + i), t);
+		__m256i tS = _mm256_xor_si256(t, S);
+		/* the previous timestamp of each lane: [last, t0, t1, t2] */
+		__m256i pS = _mm256_blend_epi32(_mm256_permute4x64_epi64(tS, 0x90), lastS, 0x03);
+		ok = _mm256_and_si256(ok, _mm256_cmpgt_epi64(tS, pS));
+		big = _mm256_or_si256(
+			big, _mm256_cmpgt_epi64(_mm256_xor_si256(_mm256_sub_epi64(tS, pS), S), limS));
+		lastS = _mm256_permute4x64_epi64(tS, 0xFF);
+	}
+	bool bad = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(ok, _mm256_set1_epi64x(-1)))) |
+		   _mm256_movemask_pd(_mm256_castsi256_pd(big));
+	if (i)
+		last = ts[i - 1];
+	for (; i < j; i++, p += sb) {
+		uint64_t t;
+		memcpy(&t, p, 8);
+		bad |= (t <= last) | (t - last > lim);
+		ts[i] = t;
+		last = t;
+	}
+	return bad;
+}
+
 TARGET uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb,
 			       uint32_t k, uint64_t *vals, uint64_t *sat, uint32_t pos,
 			       uint64_t *nsat, const uint8_t *pf, size_t pflen)
@@ -489,6 +530,13 @@ TARGET uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_
 bool dec_simd_available(void)
 {
 	return false;
+}
+
+bool dec_simd_ts(const uint8_t *p, size_t sb, uint32_t j, uint64_t last, uint64_t lim,
+		 uint64_t *ts)
+{
+	(void)p, (void)sb, (void)j, (void)last, (void)lim, (void)ts;
+	return true;
 }
 
 uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
