@@ -153,6 +153,11 @@ INLINE void transpose8(const __m256i r[8], __m256i out[8])
 	out[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
+INLINE __m128i ld128(const uint8_t *p)
+{
+	return _mm_loadu_si128((const __m128i *)p);
+}
+
 INLINE __m256i ld2(const uint8_t *lo, const uint8_t *hi)
 {
 	return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
@@ -177,22 +182,30 @@ INLINE void rows8p(const struct dec_simd_pair *pp, const uint8_t *seg, size_t sb
 		const uint8_t *q = seg + i * sb;
 		prefetch_slice(pc);
 		__m256i v = ld2(q + o0, q + o1);
-		__m256i x = v, o = _mm256_srli_epi32(v, 16), m = v, mp = v;
+		__m256i x = v, o = _mm256_srli_epi32(v, 16), m = v;
+		/* the pairs' min in 128 bits: line 0's half against line 1's read
+		 * again from memory (a load, no cross-lane permute per SE) */
+		__m128i mp = _mm_setzero_si128();
 		if (W)
-			mp = _mm256_min_epu16(v, _mm256_permute2x128_si256(v, v, 0x01));
+			mp = _mm_min_epu16(_mm256_castsi256_si128(v), ld128(q + o1));
 #pragma GCC unroll 8
 		for (uint32_t j = 1; j < NSE; j++) {
-			v = ld2(q + (size_t)j * stride + o0, q + (size_t)j * stride + o1);
+			const uint8_t *r = q + (size_t)j * stride;
+			v = ld2(r + o0, r + o1);
 			x = _mm256_add_epi32(x, v);
 			o = _mm256_add_epi32(o, _mm256_srli_epi32(v, 16));
 			m = _mm256_max_epu16(m, v);
 			if (W)
-				mp = _mm256_max_epu16(
-					mp, _mm256_min_epu16(v, _mm256_permute2x128_si256(v, v, 0x01)));
+				mp = _mm_max_epu16(mp, _mm_min_epu16(_mm256_castsi256_si128(v),
+								     ld128(r + o1)));
 		}
 		__m256i sm = _mm256_and_si256(_mm256_cmpeq_epi16(m, ones), keep);
-		if (W)
-			sm = _mm256_blendv_epi8(sm, _mm256_cmpeq_epi16(mp, ones), sel);
+		if (W) {
+			/* sel picks line 1's lanes (the upper half) of high halves */
+			__m128i e = _mm_cmpeq_epi16(mp, _mm256_castsi256_si128(ones));
+			sm = _mm256_blendv_epi8(
+				sm, _mm256_inserti128_si256(_mm256_castsi128_si256(e), e, 1), sel);
+		}
 		__m256i e = _mm256_sub_epi32(x, _mm256_slli_epi32(o, 16));
 		R[0][i] = _mm256_or_si256(e, _mm256_slli_epi32(sm, 16));
 		R[1][i] = _mm256_or_si256(o, _mm256_and_si256(sm, hi16));
