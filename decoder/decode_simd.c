@@ -32,45 +32,29 @@ INLINE __m256i ld(const void *p)
 }
 
 /*
- * A cursor over the bytes to prefetch: [o, len) of pf.  Each turn asks for
- * n lines (1, 2 or 4, so that the group's turns cover the bytes evenly; a
- * compare, a predictable branch and the prefetches: no loop), the turns sit
- * between the arithmetic, and pf_rest catches up on what they left.
+ * A cursor over the bytes to prefetch: [p, end).  Each turn asks for two
+ * lines (a compare and two prefetches, all in registers: no loop, no
+ * per-turn size), the turns sit between the arithmetic (two per sample and
+ * pair where SEs are summed, one per 2 samples and pair otherwise: as many
+ * as a 320-byte sample's share needs), and pf_rest catches up on the rest.
  */
 struct pfcur {
-	const uint8_t *pf;
-	size_t o, len;
-	uint32_t n;
+	const uint8_t *p, *end;
 };
-
-/* A cursor for len bytes over `turns` turns. */
-INLINE struct pfcur pf_start(const uint8_t *pf, size_t len, uint32_t turns)
-{
-	size_t lines = (len + 63) / 64;
-	uint32_t n = lines > 2 * (size_t)turns ? 4 : lines > turns ? 2 : 1;
-	return (struct pfcur){pf, 0, len, n};
-}
 
 INLINE void prefetch_slice(struct pfcur *c)
 {
-	if (c->o < c->len) {
-		const uint8_t *a = c->pf + c->o;
-		__builtin_prefetch(a);
-		if (c->n >= 2) {
-			__builtin_prefetch(a + 64);
-			if (c->n == 4) {
-				__builtin_prefetch(a + 128);
-				__builtin_prefetch(a + 192);
-			}
-		}
-		c->o += (size_t)c->n * 64;
+	if (c->p < c->end) {
+		__builtin_prefetch(c->p);
+		__builtin_prefetch(c->p + 64);
+		c->p += 128;
 	}
 }
 
 INLINE void pf_rest(struct pfcur *c)
 {
-	for (; c->o < c->len; c->o += 64)
-		__builtin_prefetch(c->pf + c->o);
+	for (; c->p < c->end; c->p += 64)
+		__builtin_prefetch(c->p);
 }
 
 /*
@@ -118,6 +102,7 @@ INLINE void rows8(const struct dec_simd_pair *pp, const uint8_t *seg, size_t sb,
 				mp = _mm256_max_epu16(mp, _mm256_min_epu16(v0, v1));
 			}
 		}
+		prefetch_slice(pc);
 		__m256i s0 = _mm256_and_si256(_mm256_cmpeq_epi16(m0, ones), keep);
 		__m256i e0 = _mm256_sub_epi32(x0, _mm256_slli_epi32(o0, 16));
 		R[0][i] = _mm256_or_si256(e0, _mm256_slli_epi32(s0, 16));
@@ -199,6 +184,7 @@ INLINE void rows8p(const struct dec_simd_pair *pp, const uint8_t *seg, size_t sb
 				mp = _mm_max_epu16(mp, _mm_min_epu16(_mm256_castsi256_si128(v),
 								     ld128(r + o1)));
 		}
+		prefetch_slice(pc);
 		__m256i sm = _mm256_and_si256(_mm256_cmpeq_epi16(m, ones), keep);
 		if (W) {
 			/* sel picks line 1's lanes (the upper half) of high halves */
@@ -258,7 +244,7 @@ INLINE void group_steps(const struct dec_simd *s, const struct dec_simd_group *g
 	 * (40 per 8-sample step, or the whole block in the cheap global pass)
 	 * they fill the miss buffers and the core waits for them (perf: 28 % of
 	 * the kernel's samples on one prefetch; 0.8x -> 1.0-1.2x memcpy). */
-	struct pfcur pc = pf_start(pf, pflen, nsteps * 8 * g->npairs);
+	struct pfcur pc = {pf, pf + pflen};
 	for (uint32_t st = 0; st < nsteps; st++)
 		group_rows(g, p + (size_t)st * 8 * sb, sb, (__m256i(*)[8])(T + st * per), &pc,
 			   NSE);
@@ -358,7 +344,7 @@ INLINE void group_steps16(const struct dec_simd *s, const struct dec_simd_group 
 	const uint32_t per = g->npairs * 16; /* vectors per step in T */
 	__m256i *T = s->scratch;
 	/* a turn per 2 samples of every pair, as in group_steps */
-	struct pfcur pc = pf_start(pf, pflen, nsteps * 4 * g->npairs);
+	struct pfcur pc = {pf, pf + pflen};
 	for (uint32_t st = 0; st < nsteps; st++) {
 		const uint8_t *q0 = p + (size_t)st * 8 * sb + g->base;
 		for (uint32_t q = 0; q < g->npairs; q++) {
