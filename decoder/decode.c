@@ -284,11 +284,16 @@ static bool steady_ts(const struct dec *d, struct dec_xcc *x, const uint8_t *p, 
 	/* is_gap's expression, wrapping alike */
 	uint64_t lim = x->median ? x->median + x->median / 2 + 1 : UINT64_MAX;
 	uint64_t last = x->last_ts, bad = 0;
-	for (uint32_t i = 0; i < j; i++) {
-		uint64_t t = le_get64(p + (size_t)i * d->sb);
-		bad |= (uint64_t)(t <= last) | (uint64_t)(t - last > lim);
-		ts[i] = t;
-		last = t;
+	if (d->simd.ngroups && j) {
+		bad = dec_simd_ts(p, d->sb, j, last, lim, ts);
+		last = ts[j - 1];
+	} else {
+		for (uint32_t i = 0; i < j; i++) {
+			uint64_t t = le_get64(p + (size_t)i * d->sb);
+			bad |= (uint64_t)(t <= last) | (uint64_t)(t - last > lim);
+			ts[i] = t;
+			last = t;
+		}
 	}
 	if (__builtin_expect(bad != 0, 0))
 		return false;
@@ -766,6 +771,16 @@ static int plan_simd(struct dec *d, bool per_se)
 			pack_pairs(s, g);
 		if (g->ncols)
 			s->ngroups++;
+	}
+	/* Work per sample is about SEs summed times line pairs loaded. */
+	uint32_t w = 0, acc = 0;
+	for (uint32_t gi = 0; gi < s->ngroups; gi++)
+		w += s->group[gi].nse * s->group[gi].npairs;
+	for (uint32_t gi = 0; gi < s->ngroups; gi++) {
+		struct dec_simd_group *g = &s->group[gi];
+		g->pf0 = acc * 256 / w;
+		acc += g->nse * g->npairs;
+		g->pf1 = gi + 1 == s->ngroups ? 256 : acc * 256 / w;
 	}
 	return 0;
 }

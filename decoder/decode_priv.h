@@ -79,6 +79,10 @@ struct dec_simd_group {
 	 * sum, so each used line of 8 samples is transposed as 16-bit slots
 	 * (24 shuffles per line) instead of split into even/odd u32 rows */
 	bool u16;
+	/* its share of the next block's prefetches: [pf0, pf1) / 256 of the
+	 * bytes, in proportion to its work, so that they spread over the whole
+	 * block's arithmetic instead of crowding into the cheapest pass */
+	uint32_t pf0, pf1;
 };
 
 struct dec_simd_col {
@@ -114,5 +118,14 @@ bool dec_simd_available(void);
 uint32_t dec_simd_block(const struct dec_simd *s, const uint8_t *p, size_t sb, uint32_t k,
 			uint64_t *vals, uint64_t *sat, uint32_t pos, uint64_t *nsat,
 			const uint8_t *pf, size_t pflen);
+
+/*
+ * steady_ts's test for the SIMD path: the timestamps (u64 at offset 0) of j
+ * samples at p copied to ts; true if any is <= the one before it (last
+ * before the first) or exceeds it by more than lim.  Little-endian x86
+ * only, like the rest of the SIMD path.
+ */
+bool dec_simd_ts(const uint8_t *p, size_t sb, uint32_t j, uint64_t last, uint64_t lim,
+		 uint64_t *ts);
 
 #endif

@@ -206,6 +206,9 @@ static void make_stream(const struct dec_layout *l, uint32_t n, struct xstream *
 		} else if (ev == 4 && x->len > 8) {
 			/* a timestamp that goes backwards */
 			t -= below((uint32_t)dt * 4);
+		} else if (ev == 5 && x->len > 8) {
+			/* the same timestamp again (half the time): not after the last */
+			t -= dt - 1;
 		}
 		uint8_t *p = x->b + x->len;
 		t += dt - 1 + below(3) / 2; /* a slow clock: n or n+1 ticks */
