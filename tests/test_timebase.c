@@ -7,6 +7,7 @@
  * so far are known) and compared with the host time it really had.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -311,6 +312,64 @@ static void test_pairs_order_and_empty(void)
 }
 
 /* The SPM clock assumption is applied, not ignored. */
+/*
+ * The batched mapper the session uses (tb_map_spm_n) must give every sample
+ * the very time tb_map_spm gives it: over a slewing, stepping host with and
+ * without RAW, an SPM clock other than the GPU clock, and samples before the
+ * first pair, on pairs, between them and past the newest (extrapolated), in
+ * stream order with repeats.
+ */
+static void test_map_batch_bitexact(void)
+{
+	for (int variant = 0; variant < 4; variant++) {
+		bool raw = variant & 1, scaled = variant & 2;
+		struct timebase *tb;
+		CU_ASSERT_EQUAL_FATAL(tb_create(&tb, &(struct tb_opts){ .window = 8,
+			.spm_clock_hz = scaled ? 98.5e6 : 0 }), 0);
+		uint64_t seed = 0x9e3779b97f4a7c15ull + (uint64_t)variant;
+		int64_t g = 1000000, r = 5000000000, b = 7000000000;
+		for (int i = 0; i < 60; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			int64_t dt = 100000000 + (int64_t)(seed >> 40) % 3000000;  /* ~100 ms apart */
+			g += dt / 10 + (int64_t)((seed >> 20) & 7);                 /* 100 MHz, jitter */
+			r += dt;
+			b += dt + (i == 30 ? 2000000 : (int64_t)((seed >> 33) % 20)); /* a step, slew */
+			(void)tb_add_pair(tb, (spmtap_gpu_ticks)g, raw ? r : 0, b);
+		}
+		enum { N = 200000 };
+		uint64_t *t = malloc(N * sizeof(*t));
+		spmtap_host_ns *h = malloc(N * sizeof(*h));
+		CU_ASSERT_FATAL(t && h);
+		uint64_t cur = 0;
+		for (size_t i = 0; i < N; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			cur += (seed >> 61) == 0 ? 0 : (seed >> 45); /* repeats, and steps up to ~0.5 ms */
+			t[i] = cur;
+		}
+		/* past the newest pair too: the stream runs ahead of the clock thread */
+		CU_ASSERT(t[N - 1] * (scaled ? 100e6 / 98.5e6 : 1.0) > (double)g);
+		CU_ASSERT_EQUAL(tb_map_spm_n(tb, t, N, h), 0);
+		size_t bad = 0;
+		for (size_t i = 0; i < N; i++) {
+			spmtap_host_ns one;
+			CU_ASSERT_EQUAL_FATAL(tb_map_spm(tb, t[i], &one), 0);
+			if (one != h[i] && bad++ < 3)
+				fprintf(stderr, "\n    variant %d sample %zu ticks %" PRIu64 ": %" PRId64 " vs %" PRId64 " ",
+					variant, i, t[i], h[i], one);
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		free(t);
+		free(h);
+		tb_free(tb);
+	}
+	struct timebase *tb;
+	CU_ASSERT_EQUAL_FATAL(tb_create(&tb, NULL), 0);
+	uint64_t one = 5;
+	spmtap_host_ns h;
+	CU_ASSERT_EQUAL(tb_map_spm_n(tb, &one, 1, &h), -ENODATA);
+	tb_free(tb);
+}
+
 static void test_spm_clock_scaling(void)
 {
 	struct timebase *tb;
@@ -334,6 +393,7 @@ int main(int argc, char **argv)
 		{ "timebase/step_and_slower_machine", test_step_and_slower_machine, NULL },
 		{ "timebase/pairs_order_and_empty", test_pairs_order_and_empty, NULL },
 		{ "timebase/spm_clock_scaling", test_spm_clock_scaling, NULL },
+		{ "timebase/map_batch_bitexact", test_map_batch_bitexact, NULL },
 		{ NULL, NULL, NULL },
 	};
 	return testenv_run_suite("timebase", cases, argc, argv);

@@ -88,9 +88,8 @@ int ses_spm_sink(void *user, const struct dec_chunk *c)
 	uint64_t *ticks = (uint64_t *)it->c.ticks;
 	memcpy(ticks, c->timestamp, (size_t)c->nsamples * 8);
 	pthread_mutex_lock(&g->tb_lock);
-	for (uint32_t i = 0; i < c->nsamples; i++)
-		if (tb_map_spm(g->tb, c->timestamp[i], &host[i]) < 0)
-			host[i] = 0;
+	if (tb_map_spm_n(g->tb, c->timestamp, c->nsamples, host) < 0)
+		memset(host, 0, (size_t)c->nsamples * sizeof(*host));
 	pthread_mutex_unlock(&g->tb_lock);
 	/*
 	 * The counters run until the stop program executes, after the

@@ -270,26 +270,33 @@ static const struct tb_segment *segment_for(const struct timebase *tb, spmtap_gp
 	return &tb->seg[lo];
 }
 
+/*
+ * The pair interval BOOTTIME - RAW is interpolated over for a RAW time r
+ * (pairs[k], pairs[k + 1]): the first k whose upper pair is not before r,
+ * clamped to the ends.
+ */
+static size_t raw_interval(const struct tb_pair *p, size_t n, long double r)
+{
+	if (r <= (long double)p[0].raw)
+		return 0;
+	if (r >= (long double)p[n - 1].raw)
+		return n - 2;
+	size_t lo = 0, hi = n - 2;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if ((long double)p[mid + 1].raw < r)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Stage 2: BOOTTIME - RAW at a RAW time, linear between the pairs around it. */
-static long double boot_minus_raw(const struct timebase *tb, long double r)
+static long double boot_minus_raw_at(const struct timebase *tb, long double r, size_t k)
 {
 	const struct tb_pair *p = tb->pairs;
-	size_t n = tb->npairs, k;
-	if (r <= (long double)p[0].raw)
-		k = 0;
-	else if (r >= (long double)p[n - 1].raw)
-		k = n - 2;
-	else {
-		size_t lo = 0, hi = n - 2;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if ((long double)p[mid + 1].raw < r)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		k = lo;
-	}
+	size_t n = tb->npairs;
 	size_t k0 = k;
 	if (r > (long double)p[n - 1].raw) {
 		/*
@@ -314,6 +321,11 @@ static long double boot_minus_raw(const struct timebase *tb, long double r)
 	 * guess for the ~100 ms until the next pair.
 	 */
 	return d0 + (d1 - d0) * (r - (long double)p[k].raw) / span;
+}
+
+static long double boot_minus_raw(const struct timebase *tb, long double r)
+{
+	return boot_minus_raw_at(tb, r, raw_interval(tb->pairs, tb->npairs, r));
 }
 
 static long double map_with(const struct timebase *tb, const struct tb_segment *s, long double g)
@@ -346,6 +358,40 @@ int tb_map_spm(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *ho
 		g = g * (long double)tb->o.gpu_clock_hz / (long double)tb->o.spm_clock_hz;
 	spmtap_gpu_ticks gi = g < 0 ? 0 : (spmtap_gpu_ticks)g;
 	*host = apply(tb, segment_for(tb, gi), g);
+	return 0;
+}
+
+/*
+ * Stream order makes neighbouring samples fall in the same segment and the
+ * same pair interval, so both are checked against the previous sample's before
+ * a search; a hit is exactly the interval the search would find (the first
+ * whose upper end is not before the value: the pairs are in time order), so
+ * every time is bit for bit tb_map_spm's.
+ */
+int tb_map_spm_n(const struct timebase *tb, const uint64_t *spm_ticks, size_t n, spmtap_host_ns *host)
+{
+	if (!tb->nseg)
+		return -ENODATA;
+	const struct tb_pair *p = tb->pairs;
+	size_t np = tb->npairs, sk = SIZE_MAX, rk = SIZE_MAX;
+	bool scale = tb->o.spm_clock_hz != tb->o.gpu_clock_hz;
+	for (size_t i = 0; i < n; i++) {
+		long double g = (long double)spm_ticks[i];
+		if (scale)
+			g = g * (long double)tb->o.gpu_clock_hz / (long double)tb->o.spm_clock_hz;
+		spmtap_gpu_ticks gi = g < 0 ? 0 : (spmtap_gpu_ticks)g;
+		/* segment_for's answer for gi, reused while gi stays inside it */
+		if (sk == SIZE_MAX || gi <= p[sk].gpu || gi > p[sk + 1].gpu)
+			sk = (size_t)(segment_for(tb, gi) - tb->seg);
+		const struct tb_segment *s = &tb->seg[sk];
+		long double y = (long double)s->h0 + (long double)s->slope * (g - (long double)s->g0);
+		if (tb->have_raw) {
+			if (rk == SIZE_MAX || !(y > (long double)p[rk].raw && y <= (long double)p[rk + 1].raw))
+				rk = raw_interval(p, np, y);
+			y += boot_minus_raw_at(tb, y, rk);
+		}
+		host[i] = (spmtap_host_ns)llroundl(y);
+	}
 	return 0;
 }
 
