@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "collector/lib/feeder_priv.h"
@@ -24,6 +25,7 @@
 #define START_PERIOD_US 10000u
 /* SPM.md 3.6 / aqlprofile: rotate until a call copies nothing, at most 5 more times. */
 #define DRAIN_EXTRA_CALLS 5u
+#define FEEDER_HUGE (2u << 20) /* a transparent huge page on x86-64 */
 /* How long the drain waits for the consumer to give a buffer back. */
 #define DRAIN_WAIT_MS 2000
 
@@ -299,11 +301,20 @@ int feeder_grow(struct feeder *f)
 	if (n >= f->maxbuf)
 		return -ENOSPC;
 	struct feeder_buf *b = calloc(1, sizeof(*b));
-	/* Page-aligned and touched now, so the kernel's copy never faults pages in. */
-	if (!b || posix_memalign(&b->data, 4096, f->size)) {
+	/*
+	 * Touched now, so the kernel's copy never faults pages in.  Aligned to
+	 * 2 MiB and offered to transparent huge pages where the kernel takes
+	 * them (THP "madvise" mode, Debian's default): a buffer the spill queue
+	 * adds at 1 GB/s then costs 4 faults instead of 2048, and the kernel's
+	 * copy and the decoder walk 512 times fewer page-table entries.
+	 */
+	size_t align = f->size >= FEEDER_HUGE ? FEEDER_HUGE : 4096;
+	if (!b || posix_memalign(&b->data, align, f->size)) {
 		free(b);
 		return -ENOMEM;
 	}
+	if (align == FEEDER_HUGE)
+		(void)madvise(b->data, f->size, MADV_HUGEPAGE); /* advice only: 4 KiB pages otherwise */
 	memset(b->data, 0, f->size);
 	b->size = f->size;
 	b->index = n;
