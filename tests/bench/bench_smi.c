@@ -21,7 +21,7 @@
  *     missed deadlines (the metadata's accounting), gaps over 2 ms, rows/s,
  *     and the samplers' CPU (the metadata's cost stage "sensors", where the
  *     recorder writes one); once as the recorder runs its samplers
- *     (SCHED_FIFO where allowed) and once with SPMTAP_SMI_RT=0.
+ *     (SCHED_FIFO where allowed, SPMTAP_SMI_RT=1) and once ordinary (the default).
  *     SPMTAP_BENCH_SMI_SECONDS (default 5), SPMTAP_BENCH_SMI_SPM_INTERVAL
  *     (default: record's) change the run.  key=value lines.
  *
@@ -596,7 +596,7 @@ static void bench_spm_smi(void)
 	spm_smi_run("rt", "1");
 	spm_smi_run("ordinary", "0");
 	printf("# dt: |host_ns[i] - host_ns[i-1] - 1 ms| over consecutive rows of each GPU; rt: samplers SCHED_FIFO "
-	       "where allowed (the default), ordinary: SPMTAP_SMI_RT=0\n");
+	       "where allowed (SPMTAP_SMI_RT=1), ordinary: the default\n");
 }
 
 int main(int argc, char **argv)
