@@ -30,6 +30,7 @@
 #include "collector/lib/prime.h"
 #include "collector/lib/write_csv.h"
 #include "decoder/layout.h"
+#include "lib/csv_truth.h"
 #include "lib/files.h"
 #include "lib/proc.h"
 #include "lib/spm_truth.h"
@@ -63,257 +64,6 @@ static const char *path(const char *name)
 #define LEADING_US_MAX 40000.0
 #endif
 
-/* ---- CSV ---------------------------------------------------------------- */
-
-struct csv {
-	char **names;
-	uint32_t ncols; /* after xcc,timestamp */
-	size_t nrows;
-	uint32_t *xcc;
-	uint64_t *ts;
-	int64_t *v; /* [row * ncols + c]; -1 = empty (saturated) */
-	bool whole; /* every line ends in \n and has the header's field count */
-};
-
-static void csv_free(struct csv *c)
-{
-	for (uint32_t i = 0; i < c->ncols; i++)
-		free(c->names[i]);
-	free(c->names);
-	free(c->xcc);
-	free(c->ts);
-	free(c->v);
-	memset(c, 0, sizeof(*c));
-}
-
-static bool csv_load(const char *file, struct csv *c)
-{
-	memset(c, 0, sizeof(*c));
-	FILE *f = fopen(file, "r");
-	if (!f)
-		return false;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, f);
-	c->whole = true;
-	if (n <= 0 || strncmp(line, "xcc,timestamp", 13)) {
-		free(line);
-		fclose(f);
-		return false;
-	}
-	line[strcspn(line, "\n")] = 0;
-	for (char *save = NULL, *tok = strtok_r(line + 14, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		c->names = realloc(c->names, (c->ncols + 1) * sizeof(char *));
-		c->names[c->ncols++] = strdup(tok);
-	}
-	size_t rcap = 0;
-	while ((n = getline(&line, &cap, f)) > 0) {
-		if (line[n - 1] != '\n')
-			c->whole = false;
-		if (c->nrows == rcap) {
-			rcap = rcap ? rcap * 2 : 4096;
-			c->xcc = realloc(c->xcc, rcap * sizeof(uint32_t));
-			c->ts = realloc(c->ts, rcap * sizeof(uint64_t));
-			c->v = realloc(c->v, rcap * c->ncols * sizeof(int64_t));
-		}
-		char *p = line;
-		c->xcc[c->nrows] = (uint32_t)strtoul(p, &p, 10);
-		if (*p++ != ',') {
-			c->whole = false;
-			continue;
-		}
-		c->ts[c->nrows] = strtoull(p, &p, 10);
-		uint32_t k = 0;
-		for (; k < c->ncols && *p == ','; k++) {
-			p++;
-			int64_t *cell = &c->v[c->nrows * c->ncols + k];
-			if (*p == ',' || *p == '\n' || !*p)
-				*cell = -1;
-			else
-				*cell = (int64_t)strtoull(p, &p, 10);
-		}
-		if (k != c->ncols || (*p != '\n' && *p))
-			c->whole = false;
-		else
-			c->nrows++;
-	}
-	free(line);
-	fclose(f);
-	return true;
-}
-
-/* ---- expected values ---------------------------------------------------- */
-
-/* What one CSV column sums: a catalog counter, an instance (or all), an SE (or all). */
-struct colspec {
-	char block[8];
-	unsigned event;
-	int instance; /* -1 all */
-	int se;       /* -1 all */
-};
-
-static bool colspec_of(const struct spm_catalog *cat, const char *name, struct colspec *cs)
-{
-	char base[80];
-	snprintf(base, sizeof(base), "%s", name);
-	cs->instance = -1;
-	cs->se = -1;
-	char *br;
-	while ((br = strrchr(base, '[')) != NULL) {
-		if (!strncmp(br, "[se", 3))
-			cs->se = atoi(br + 3);
-		else
-			cs->instance = atoi(br + 1);
-		*br = 0;
-	}
-	const struct spm_counter *c;
-	if (spm_catalog_lookup(cat, base, &c, NULL, 0) < 0)
-		return false;
-	snprintf(cs->block, sizeof(cs->block), "%s", spm_block_info(c->block)->name);
-	cs->event = c->event;
-	return true;
-}
-
-/* -1: saturated. */
-static int64_t expect(const struct truth *t, const struct st_sample *s, const struct colspec *cs,
-		      unsigned *nmatch)
-{
-	const struct st_layout *L = &t->lay[s->layout];
-	uint64_t sum = 0;
-	bool sat = false;
-	*nmatch = 0;
-	for (uint32_t i = 0; i < L->nvals; i++) {
-		const struct st_slot *e = &L->slots[i];
-		if (!e->value || e->event != cs->event || strcmp(e->block, cs->block))
-			continue;
-		if (cs->instance >= 0 && (int)e->instance != cs->instance)
-			continue;
-		if (cs->se >= 0 && e->se != cs->se)
-			continue;
-		uint64_t clamp = e->width == 32 ? 0xFFFFFFFFull : 0xFFFFull;
-		(*nmatch)++;
-		if (e->clamp && s->vals[i] >= clamp)
-			sat = true;
-		sum += s->vals[i];
-	}
-	return sat ? -1 : (int64_t)sum;
-}
-
-static int cmp_key(uint32_t xa, uint64_t ta, uint32_t xb, uint64_t tb)
-{
-	if (xa != xb)
-		return xa < xb ? -1 : 1;
-	return ta < tb ? -1 : ta > tb;
-}
-
-/*
- * Truth samples the CSV lacks: `leading` were produced before the first row
- * of their XCC (between the start program and the first armed buffer,
- * collector/lib/prime.h), `trailing` after its last row (at most the one
- * the stop cut); `missing` are inside the recording: lost.
- */
-struct match {
-	size_t rows, matched, mismatched_cells, unmatched_rows, truth_samples, missing;
-	size_t leading, trailing;
-	size_t trailing_dropped; /* of trailing: dropped whole by the kernel (ST_STALLED, ST_DISCARDED) */
-	uint64_t missing_per_xcc[DEC_MAX_XCC];
-	uint64_t trailing_dropped_per_xcc[DEC_MAX_XCC];
-	char first[512];
-};
-
-/*
- * Every CSV row must be a truth sample (same XCC and timestamp) with equal
- * values; truth samples of this GPU the CSV lacks are counted per XCC.
- */
-static void match_csv(const struct csv *c, struct truth *t, uint32_t gpu_id,
-		      const struct spm_catalog *cat, struct match *m)
-{
-	memset(m, 0, sizeof(*m));
-	/* Only this GPU's samples: a truth file may hold other runs' GPUs. */
-	size_t n = 0;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->lay[t->s[i].layout].gpu_id == gpu_id)
-			t->s[n++] = t->s[i];
-	t->n = n;
-	truth_sort(t);
-	m->truth_samples = t->n;
-	struct colspec *cs = calloc(c->ncols + 1, sizeof(*cs));
-	for (uint32_t k = 0; k < c->ncols; k++)
-		if (!colspec_of(cat, c->names[k], &cs[k]) && !m->first[0])
-			snprintf(m->first, sizeof(m->first), "column %s is not a catalog counter", c->names[k]);
-	bool *seen = calloc(t->n + 1, 1);
-	m->rows = c->nrows;
-	for (size_t r = 0; r < c->nrows; r++) {
-		size_t lo = 0, hi = t->n;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (cmp_key(t->s[mid].xcc, t->s[mid].ticks, c->xcc[r], c->ts[r]) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == t->n || t->s[lo].xcc != c->xcc[r] || t->s[lo].ticks != c->ts[r]) {
-			if (!m->first[0])
-				snprintf(m->first, sizeof(m->first), "row %zu (xcc %u ts %" PRIu64 ") is no truth sample",
-					 r, c->xcc[r], c->ts[r]);
-			m->unmatched_rows++;
-			continue;
-		}
-		seen[lo] = true;
-		bool ok = true;
-		for (uint32_t k = 0; k < c->ncols; k++) {
-			unsigned nm;
-			int64_t want = expect(t, &t->s[lo], &cs[k], &nm);
-			int64_t got = c->v[r * c->ncols + k];
-			if (want != got || !nm) {
-				ok = false;
-				m->mismatched_cells++;
-				if (!m->first[0])
-					snprintf(m->first, sizeof(m->first),
-						 "row %zu xcc %u ts %" PRIu64 " column %s: csv %" PRId64 ", truth %" PRId64
-						 " (%u slots)", r, c->xcc[r], c->ts[r], c->names[k], got, want, nm);
-			}
-		}
-		m->matched += ok;
-	}
-	/*
-	 * Per XCC (the truth is sorted by XCC, then time): unseen samples before
-	 * its first seen one are leading, after its last one trailing, between
-	 * them missing.  Linear: scanning from every unseen sample to the nearest
-	 * seen one cost a gap's length squared, minutes under TSan.
-	 */
-	for (size_t a = 0, b; a < t->n; a = b) {
-		uint32_t x = t->s[a].xcc;
-		size_t first = SIZE_MAX, last = 0;
-		for (b = a; b < t->n && t->s[b].xcc == x; b++)
-			if (seen[b]) {
-				if (first == SIZE_MAX)
-					first = b;
-				last = b;
-			}
-		for (size_t i = a; i < b; i++) {
-			if (seen[i])
-				continue;
-			if (first == SIZE_MAX || i < first)
-				m->leading++;
-			else if (i > last) {
-				m->trailing++;
-				if (t->s[i].flags & (ST_STALLED | ST_DISCARDED)) {
-					m->trailing_dropped++;
-					if (x < DEC_MAX_XCC)
-						m->trailing_dropped_per_xcc[x]++;
-				}
-			}
-			else {
-				m->missing++;
-				if (x < DEC_MAX_XCC)
-					m->missing_per_xcc[x]++;
-			}
-		}
-	}
-	free(seen);
-	free(cs);
-}
 
 /* ---- running the CLI ---------------------------------------------------- */
 
@@ -388,7 +138,7 @@ static void cli_record_check(const char *profile, const char *const *extra, cons
 	*status = run(args, env, errp);
 	*msg_out = slurp(errp);
 	memset(m, 0, sizeof(*m));
-	struct csv c;
+	struct csv c = { 0 };
 	struct truth t;
 	if (*status != 0 || !csv_load(csvp, &c)) {
 		snprintf(m->first, sizeof(m->first), "no CSV (status %d)", *status);
@@ -490,7 +240,7 @@ static void test_sigint(void)
 	char *msg = slurp(path("d.err"));
 	CU_ASSERT_EQUAL(st, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "stopped by"));
-	struct csv c;
+	struct csv c = { 0 };
 	CU_ASSERT_TRUE_FATAL(csv_load(path("d.csv"), &c));
 	CU_ASSERT_TRUE(c.whole);
 	CU_ASSERT(c.nrows > 0);
@@ -553,7 +303,7 @@ static void test_raw_redecode(void)
 		if (st)
 			fprintf(stderr, "\n%s\n", dmsg);
 		CU_ASSERT_EQUAL(st, 0);
-		struct csv c;
+		struct csv c = { 0 };
 		struct truth t;
 		CU_ASSERT_TRUE_FATAL(csv_load(path("f.csv"), &c));
 		CU_ASSERT_TRUE_FATAL(truth_load(path("f.truth"), &t));
@@ -875,7 +625,7 @@ out:
 	spm_pm4_fini(&stop);
 	dec_layout_free(lay);
 	if (ok) {
-		struct csv c;
+		struct csv c = { 0 };
 		struct truth t;
 		ok = csv_load(csvp, &c);
 		if (ok && !truth_load(truthp, &t)) {
