@@ -26,6 +26,8 @@
 /* SPM.md 3.6 / aqlprofile: rotate until a call copies nothing, at most 5 more times. */
 #define DRAIN_EXTRA_CALLS 5u
 #define FEEDER_HUGE (2u << 20) /* a transparent huge page on x86-64 */
+
+static struct feeder_buf *pool_add(struct feeder *f, bool touch);
 /* How long the drain waits for the consumer to give a buffer back. */
 #define DRAIN_WAIT_MS 2000
 
@@ -245,8 +247,18 @@ static void *feeder_main(void *arg)
 			break;
 		f->st.polls++;
 		if (spsc_pop(&f->free, &item, 0) < 0) {
-			f->st.overrun_polls++;
-			continue;
+			/*
+			 * The journal thread keeps spares while the pool may grow,
+			 * but on a busy host it can run late: then the feeder adds
+			 * the buffer itself (an allocation, never a wait), within
+			 * the same bound the spill budget sets (maxbuf).
+			 */
+			item = f->sp ? pool_add(f, false) : NULL;
+			if (!item) {
+				f->st.overrun_polls++;
+				continue;
+			}
+			f->st.self_grown++;
 		}
 		struct feeder_buf *next = item;
 		if (rotate(f, armed, next, &r) < 0)
@@ -295,31 +307,53 @@ bad:
 			     "SPMTAP_FEEDER_STALL=%s: expected AT_MS:DUR_MS, e.g. 500:300", e);
 }
 
-int feeder_grow(struct feeder *f)
+/*
+ * One more buffer of the pool, or NULL at maxbuf or out of memory.  The
+ * journal thread (spill.c) and the feeder both add buffers, so the slot is
+ * taken by compare-and-swap; bufs[] is read only after both have stopped.
+ * `touch`: fault its pages in now, so the kernel's copy never does; the
+ * feeder's own emergency growth skips it (the copy faults them, a few ms
+ * later, instead of the rotation waiting for a memset).
+ */
+static struct feeder_buf *pool_add(struct feeder *f, bool touch)
 {
 	uint32_t n = atomic_load(&f->nbuf);
-	if (n >= f->maxbuf)
-		return -ENOSPC;
+	do {
+		if (n >= f->maxbuf)
+			return NULL;
+	} while (!atomic_compare_exchange_weak(&f->nbuf, &n, n + 1));
 	struct feeder_buf *b = calloc(1, sizeof(*b));
 	/*
-	 * Touched now, so the kernel's copy never faults pages in.  Aligned to
-	 * 2 MiB and offered to transparent huge pages where the kernel takes
-	 * them (THP "madvise" mode, Debian's default): a buffer the spill queue
-	 * adds at 1 GB/s then costs 4 faults instead of 2048, and the kernel's
-	 * copy and the decoder walk 512 times fewer page-table entries.
+	 * Aligned to 2 MiB and offered to transparent huge pages where the
+	 * kernel takes them (THP "madvise" mode, Debian's default): a buffer
+	 * the spill queue adds at 1 GB/s then costs 4 faults instead of 2048,
+	 * and the kernel's copy and the decoder walk 512 times fewer page-table
+	 * entries.
 	 */
 	size_t align = f->size >= FEEDER_HUGE ? FEEDER_HUGE : 4096;
 	if (!b || posix_memalign(&b->data, align, f->size)) {
 		free(b);
-		return -ENOMEM;
+		b = NULL;
+	} else {
+		if (align == FEEDER_HUGE)
+			(void)madvise(b->data, f->size, MADV_HUGEPAGE); /* advice only */
+		if (touch)
+			memset(b->data, 0, f->size);
+		b->size = f->size;
+		b->index = n;
 	}
-	if (align == FEEDER_HUGE)
-		(void)madvise(b->data, f->size, MADV_HUGEPAGE); /* advice only: 4 KiB pages otherwise */
-	memset(b->data, 0, f->size);
-	b->size = f->size;
-	b->index = n;
+	/* The slot is the pool's either way: an empty one is skipped when freeing. */
 	f->bufs[n] = b;
-	atomic_store(&f->nbuf, n + 1);
+	return b;
+}
+
+int feeder_grow(struct feeder *f)
+{
+	if (atomic_load(&f->nbuf) >= f->maxbuf)
+		return -ENOSPC;
+	struct feeder_buf *b = pool_add(f, true);
+	if (!b)
+		return atomic_load(&f->nbuf) >= f->maxbuf ? -ENOSPC : -ENOMEM;
 	spsc_push(&f->free, b); /* room for maxbuf */
 	return 0;
 }
@@ -329,6 +363,8 @@ static void free_pool(struct feeder *f)
 	if (!f->bufs)
 		return;
 	for (uint32_t i = 0; i < atomic_load(&f->nbuf); i++) {
+		if (!f->bufs[i])
+			continue;
 		free(f->bufs[i]->data);
 		free(f->bufs[i]);
 	}

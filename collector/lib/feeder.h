@@ -78,6 +78,7 @@ struct feeder_stats {
 	uint64_t rotations;      /* SET_DEST_BUF calls that armed a buffer */
 	uint64_t retired;        /* buffers handed to the consumer */
 	uint64_t overrun_polls;  /* polls that found no free buffer */
+	uint64_t self_grown;     /* buffers the feeder added itself (the journal thread ran late) */
 	uint64_t loss_buffers;   /* retired buffers with any part flagged loss */
 	uint64_t bad_buffers;    /* retired buffers with an untrusted part */
 	uint64_t bytes;          /* data bytes retired */

@@ -411,6 +411,13 @@ int spill_start(struct feeder *f, const struct feeder_spill *o, char *err, size_
 		free(sp);
 		return spmtap_seterr(err, errlen, ENOMEM, "feeder: out of memory");
 	}
+	/*
+	 * A journal of this NAME left by a killed run goes with that run's .part
+	 * files, which the outputs of a new run under the same NAME replace
+	 * (outset.c): a stale one beside new outputs would be read as theirs.
+	 */
+	if (sp->path)
+		(void)unlink(sp->path);
 	if (!sp->path)
 		sp->jerr = -ENOENT; /* memory only */
 	pthread_mutex_init(&sp->lock, NULL);
