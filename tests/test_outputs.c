@@ -338,7 +338,10 @@ static void test_kill9(void)
 	const char *again[] = { "record", "--spm", "SQ_WAVES", "-d", dir, "-o", "run", "-f", "csv",
 				"--duration", "1", NULL };
 	CU_ASSERT_EQUAL(run(again, path("k9b.err")), 0);
-	CU_ASSERT_STRING_EQUAL(listing(dir), "run_meta.json run_spm.csv");
+	const char *after = listing(dir);
+	if (strcmp(after, "run_meta.json run_spm.csv"))
+		fprintf(stderr, "\n    left after the next run: %s ", after);
+	CU_ASSERT_STRING_EQUAL(after, "run_meta.json run_spm.csv");
 }
 
 /* SIGTERM is a clean end: final names, complete. */
