@@ -131,6 +131,18 @@ int rawfile_create(struct rawfile_writer **out, const char *path, const struct r
 	return 0;
 }
 
+void rawfile_rec_header(unsigned char *h, uint16_t type, uint16_t xcc, uint32_t flags, uint32_t length,
+			uint64_t seq, uint64_t host_ns)
+{
+	le_put32(h, RAWFILE_REC_MAGIC);
+	le_put16(h + 4, type);
+	le_put16(h + 6, xcc);
+	le_put32(h + 8, flags);
+	le_put32(h + 12, length);
+	le_put64(h + 16, seq);
+	le_put64(h + 24, host_ns);
+}
+
 int rawfile_append(struct rawfile_writer *w, uint16_t type, uint16_t xcc, uint32_t flags,
 		   uint64_t seq, uint64_t host_ns, const void *data, uint32_t length, char *err,
 		   size_t errlen)
@@ -140,13 +152,7 @@ int rawfile_append(struct rawfile_writer *w, uint16_t type, uint16_t xcc, uint32
 	if (length && !data)
 		return spmtap_seterr(err, errlen, EINVAL, "rawfile: record without data");
 	unsigned char h[RAWFILE_REC_HEADER_SIZE];
-	le_put32(h, RAWFILE_REC_MAGIC);
-	le_put16(h + 4, type);
-	le_put16(h + 6, xcc);
-	le_put32(h + 8, flags);
-	le_put32(h + 12, length);
-	le_put64(h + 16, seq);
-	le_put64(h + 24, host_ns);
+	rawfile_rec_header(h, type, xcc, flags, length, seq, host_ns);
 	struct iovec iov[3] = {
 		{ h, sizeof(h) },
 		{ (void *)data, length },

@@ -77,6 +77,9 @@ int rawfile_create(struct rawfile_writer **out, const char *path, const struct r
  * cut back to the last complete record, so everything before stays readable,
  * and every later call fails with the same error.
  */
+/* A record's 32-byte header (docs/raw-format.md), for writers that gather records themselves (the journal). */
+void rawfile_rec_header(unsigned char *h, uint16_t type, uint16_t xcc, uint32_t flags, uint32_t length,
+			uint64_t seq, uint64_t host_ns);
 int rawfile_append(struct rawfile_writer *w, uint16_t type, uint16_t xcc, uint32_t flags,
 		   uint64_t seq, uint64_t host_ns, const void *data, uint32_t length, char *err,
 		   size_t errlen);

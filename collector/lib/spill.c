@@ -102,18 +102,6 @@ struct spill {
 	uint64_t spilled, journalled, peak, abandoned, cpu_ns;
 };
 
-static void rec_header(unsigned char *h, uint16_t type, uint16_t xcc, uint32_t flags, uint32_t len,
-		       uint64_t seq, uint64_t host_ns)
-{
-	le_put32(h, RAWFILE_REC_MAGIC);
-	le_put16(h + 4, type);
-	le_put16(h + 6, xcc);
-	le_put32(h + 8, flags);
-	le_put32(h + 12, len);
-	le_put64(h + 16, seq);
-	le_put64(h + 24, host_ns);
-}
-
 static uint32_t pad8(uint32_t n) { return (8u - (n & 7u)) & 7u; }
 
 static void set_jerr(struct spill *sp, int err, const char *what)
@@ -164,7 +152,7 @@ static int journal_write(struct spill *sp, const struct feeder_buf *b, uint64_t 
 	for (uint32_t i = 0; i < b->nparts; i++) {
 		const struct dec_part *p = &b->parts[i];
 		uint32_t flags = (p->loss ? RAWFILE_F_LOSS : 0) | (p->bad ? RAWFILE_F_BAD : 0);
-		rec_header(hdr[i], RAWFILE_SPM, (uint16_t)p->xcc, flags, p->bytes, b->seq, b->host_ns);
+		rawfile_rec_header(hdr[i], RAWFILE_SPM, (uint16_t)p->xcc, flags, p->bytes, b->seq, b->host_ns);
 		iov[n++] = (struct iovec){ hdr[i], RAWFILE_REC_HEADER_SIZE };
 		if (p->bytes)
 			iov[n++] = (struct iovec){ (char *)b->data + p->offset, p->bytes };
@@ -208,7 +196,7 @@ static void mark_taken(struct spill *sp, uint64_t off, uint32_t len, uint64_t se
 	if (len < RAWFILE_REC_HEADER_SIZE || sp->fd < 0)
 		return;
 	unsigned char h[RAWFILE_REC_HEADER_SIZE];
-	rec_header(h, RAWFILE_SKIP, 0, 0, len - RAWFILE_REC_HEADER_SIZE, seq, host_ns);
+	rawfile_rec_header(h, RAWFILE_SKIP, 0, 0, len - RAWFILE_REC_HEADER_SIZE, seq, host_ns);
 	if (pwrite(sp->fd, h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
 		pr_warn("journal", "%s: cannot mark a decoded buffer: %s (a decode of the journal repeats it)",
 			sp->path, spmtap_strerror(-errno));
