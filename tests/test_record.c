@@ -105,7 +105,7 @@ static void read_back(const char *file, struct readback *rb)
 }
 
 struct truth {
-	uint64_t produced, copied, lost, in_stream_lost;
+	uint64_t produced, copied, lost, in_stream_lost, late;
 	bool seen;
 };
 
@@ -131,6 +131,7 @@ static void read_truth(const char *file, struct truth *t, uint32_t n)
 			 * shows up as a sequence gap. */
 			x->in_stream_lost = G("lost_overflow_bytes") + G("lost_no_buffer_bytes") +
 					    G("lost_injected_bytes") + G("lost_efault_bytes");
+			x->late = G("lost_late_bytes");
 #undef G
 			x->seen = true;
 		}
@@ -160,8 +161,17 @@ static void check(const char *name, struct readback *rb, bool expect_loss)
 		/* the checker measures exactly the loss inside the stream */
 		CU_ASSERT_EQUAL(s->lost_bytes, t[k].in_stream_lost);
 		CU_ASSERT_EQUAL(s->bytes_fed + s->lost_bytes - s->carry, s->next_seq * DEC_PAT_LINE);
-		if (!expect_loss)
-			CU_ASSERT_EQUAL(s->lost_lines, 0);
+		/*
+		 * No loss is the recorder's: an emulated device starved of CPU (a
+		 * sanitizer on a busy box) skips whole samples as a stalled RLC would,
+		 * and the truth says how many; those, and only those, may be missing.
+		 */
+		if (!expect_loss) {
+			CU_ASSERT_EQUAL(s->lost_bytes, t[k].late);
+			if (t[k].late)
+				fprintf(stderr, "\n  xcc %u: %llu bytes skipped by the emulated device running late "
+					"(a starved emulator, not the recorder)\n", k, (unsigned long long)t[k].late);
+		}
 		lost_total += s->lost_bytes;
 		if (rb->recorded[k] != t[k].copied || s->lost_bytes != t[k].in_stream_lost)
 			fprintf(stderr, "\n  xcc %u: recorded %llu copied %llu produced %llu lost %llu checker_lost %llu in_stream %llu\n",

@@ -212,16 +212,22 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 		return;
 	}
 	fprintf(stderr, "spmtap record: WARNING: DATA LOSS: ~%" PRIu64 " samples (%" PRIu64
-		" bytes) lost, from timestamp gaps; %" PRIu64 " region(s) flagged by the kernel\n",
+		" bytes) lost, from the timestamps; %" PRIu64 " region(s) flagged by the kernel\n",
 		lost, lost * sb, flagged);
 	for (uint32_t k = 0; k < st->nxcc; k++) {
 		const struct session_xcc *a = &st->xcc[k];
 		if (!a->gap_samples && !a->loss_flags && !a->resync_bytes)
 			continue;
-		fprintf(stderr, "spmtap record:   xcc %u: %" PRIu64 " samples written, ~%" PRIu64
-			" lost in %" PRIu64 " gap(s), %" PRIu64 " partial bytes dropped, %" PRIu64
-			" resync(s), %" PRIu64 " loss-flagged region(s)\n", k, a->samples, a->gap_samples,
-			a->gaps, a->resync_bytes, a->resyncs, a->loss_flags);
+		char how[200];
+		if (a->end_lost)
+			snprintf(how, sizeof(how), ": ~%" PRIu64 " in %" PRIu64 " gap(s) and ~%" PRIu64 " after its "
+				 "last sample (the stream stopped short of the end)", a->gap_samples - a->end_lost,
+				 a->gaps, a->end_lost);
+		else
+			snprintf(how, sizeof(how), " in %" PRIu64 " gap(s)", a->gaps);
+		fprintf(stderr, "spmtap record:   xcc %u: %" PRIu64 " samples written, ~%" PRIu64 " lost%s, %" PRIu64
+			" partial bytes dropped, %" PRIu64 " resync(s), %" PRIu64 " loss-flagged region(s)\n", k,
+			a->samples, a->gap_samples, how, a->resync_bytes, a->resyncs, a->loss_flags);
 	}
 	verdict("", st, secs);
 }

@@ -113,7 +113,11 @@ struct session_xcc {
 	uint64_t bytes;            /* retired by the kernel into feeder buffers (after seq 0) */
 	uint64_t samples;          /* decoded and written */
 	uint64_t sample_bytes;     /* samples * sample size */
-	uint64_t gap_samples;      /* lost: timestamp gaps (samples never in any buffer) */
+	uint64_t gap_samples;      /* lost in the window, from timestamps (samples never in any
+				    * buffer): the gaps' samples due before the end, and end_lost */
+	uint64_t end_lost;         /* of gap_samples: due between the stream's last sample and
+				    * the end (no later sample shows that gap; window_loss.h) */
+	uint64_t after_end_gap;    /* gap samples due after the end: not the window's, not loss */
 	uint64_t loss_flags;       /* parts the kernel flagged (loss or untrusted framing) */
 	uint64_t resync_bytes;     /* dropped: partial samples cut by loss, resync skips */
 	uint64_t prestart_bytes;   /* before the first sample boundary: not loss */

@@ -10,6 +10,7 @@
 #include "collector/lib/session_priv.h"
 #include "collector/lib/smi_source.h"
 #include "collector/lib/timebase.h"
+#include "collector/lib/window_loss.h"
 #include "collector/lib/write_raw.h"
 #include "decoder/layout.h"
 #include "log.h"
@@ -263,7 +264,19 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		a->after_end = atomic_load(&((struct sgpu *)g)->after_end[x]);
 		a->samples = s.dec.samples - a->after_end;
 		a->sample_bytes = a->samples * sb;
-		a->gap_samples = s.dec.lost_samples_est - atomic_load(&((struct sgpu *)g)->after_end_gap[x]);
+		a->after_end_gap = atomic_load(&((struct sgpu *)g)->after_end_gap[x]);
+		a->gap_samples = s.dec.lost_samples_est - a->after_end_gap;
+		/*
+		 * A stream whose last sample came before the end lost the samples
+		 * due up to it: the counters ran until the stop program.  Known
+		 * only once every byte was decoded (not after an abandoned catch-up).
+		 */
+		int64_t end = session_end_boottime(S);
+		if (end != INT64_MAX && g->have_fs && !g->fs.journal_left_bytes && !g->fs.abandoned_bytes &&
+		    !a->after_end)
+			a->end_lost = wloss_tail(atomic_load(&((struct sgpu *)g)->last_host[x]),
+						 atomic_load(&((struct sgpu *)g)->period_ps[x]), end);
+		a->gap_samples += a->end_lost;
 		a->loss_flags = s.loss_parts + s.bad_parts;
 		a->prestart_bytes = s.skipped_start;
 		a->resync_bytes = s.dec.dropped_bytes - s.skipped_start;

@@ -195,6 +195,13 @@ json_t *ses_timebase_json(struct session *S)
 	return arr;
 }
 
+/* Add src's keys to dst (json_pack objects of more than a dozen keys read badly). */
+static void merge(json_t *dst, json_t *src)
+{
+	json_object_update(dst, src);
+	json_decref(src);
+}
+
 json_t *ses_accounting_json(struct session *S)
 {
 	json_t *arr = json_array();
@@ -215,6 +222,10 @@ json_t *ses_accounting_json(struct session *S)
 				/* decoded after the recording's end, left out: bytes balance with after_end_bytes */
 				"after_end_samples", (json_int_t)a->after_end, "after_end_bytes",
 				(json_int_t)(a->after_end * st.sample_size)));
+			/* Of lost_gap_samples, those after the last sample; gap samples due after the end. */
+			merge(json_array_get(xs, json_array_size(xs) - 1),
+			      json_pack("{s:I, s:I}", "lost_at_end_samples", (json_int_t)a->end_lost,
+					"after_end_gap_samples", (json_int_t)a->after_end_gap));
 			/* Saturated (empty) cells per output column: what analysis must not read as 0. */
 			json_t *sat = json_object();
 			uint64_t n;
@@ -243,12 +254,6 @@ json_t *ses_accounting_json(struct session *S)
  * and, with counters, the layout and the request, so that `spmtap decode`
  * needs nothing else (docs/raw-format.md).
  */
-static void merge(json_t *dst, json_t *src)
-{
-	json_object_update(dst, src);
-	json_decref(src);
-}
-
 static json_t *raw_meta_json(struct session *S, struct sgpu *g)
 {
 	const struct session_opts *o = &S->o;
@@ -330,6 +335,9 @@ json_t *ses_raw_end_json(struct session *S)
 				(json_int_t)a->gaps, "dropped_bytes", (json_int_t)a->resync_bytes, "resyncs",
 				(json_int_t)a->resyncs, "corrupt_events", (json_int_t)x.dec.corrupt_events,
 				"trailing_bytes", (json_int_t)a->trailing_bytes));
+			merge(j, json_pack("{s:I, s:I, s:I}", "lost_at_end_samples", (json_int_t)a->end_lost,
+				"after_end_samples", (json_int_t)a->after_end, "after_end_gap_samples",
+				(json_int_t)a->after_end_gap));
 		}
 		json_array_append_new(arr, j);
 	}

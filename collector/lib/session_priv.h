@@ -64,6 +64,13 @@ struct sgpu {
 	 * lost_prev: the decoder's lost count at the previous chunk.
 	 */
 	atomic_uint_least64_t after_end[DEC_MAX_XCC], after_end_gap[DEC_MAX_XCC];
+	/*
+	 * Per XCC stream, the host time of the last sample decoded (0: none yet)
+	 * and the sample period on the host clock in ps (0: not measured yet):
+	 * what splits a gap that spans the end, and counts the samples missing
+	 * between a stream's last sample and an end it never reached.
+	 */
+	_Atomic int64_t last_host[DEC_MAX_XCC], period_ps[DEC_MAX_XCC];
 	/* [xcc * ncols + col]: saturated cells of samples after the end, left out with them */
 	atomic_uint_least64_t *after_end_sat;
 	uint64_t lost_prev[DEC_MAX_XCC];

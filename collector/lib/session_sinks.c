@@ -11,6 +11,7 @@
 
 #include "collector/lib/session_priv.h"
 #include "collector/lib/timebase.h"
+#include "collector/lib/window_loss.h"
 
 void ses_push(struct session *S, struct ses_item *it)
 {
@@ -117,8 +118,16 @@ int ses_spm_sink(void *user, const struct dec_chunk *c)
 				atomic_fetch_add(&g->after_end_sat[(size_t)c->xcc * nc + k], ns);
 		}
 	}
-	if (!n)
-		atomic_fetch_add(&g->after_end_gap[c->xcc], gap_before);
+	int64_t last = atomic_load_explicit(&g->last_host[c->xcc], memory_order_relaxed);
+	if (!n && gap_before)
+		atomic_fetch_add(&g->after_end_gap[c->xcc], wloss_gap_after_end(last, host[0], end, gap_before));
+	/* A chunk holds no gap: its span measures the period (the mapping is linear between pairs). */
+	if (c->nsamples >= 2 && host[0] && host[c->nsamples - 1] > host[0])
+		atomic_store_explicit(&g->period_ps[c->xcc],
+				      (host[c->nsamples - 1] - host[0]) * 1000 / (int64_t)(c->nsamples - 1),
+				      memory_order_relaxed);
+	if (host[c->nsamples - 1])
+		atomic_store_explicit(&g->last_host[c->xcc], host[c->nsamples - 1], memory_order_relaxed);
 	if (!n) {
 		free(it);
 		return 0;
