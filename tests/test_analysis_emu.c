@@ -286,6 +286,8 @@ static void check_report(const char *rec, const char *workload)
 	const struct sa_signal *es = sa_trace_signal(tr, (size_t)sa_trace_first_j(tr));
 	json_t *phases = json_object_get(j, "phases");
 	size_t n = json_array_size(phases), checked = 0, within1 = 0, confident = 0, unread = 0;
+	/* Phases before the sensors' first reading or after their last: a prefix and a suffix of the list. */
+	size_t edge_head = 0, edge_tail = 0, edge_other = 0;
 	double worst = 0;
 	CU_ASSERT(n >= 10);
 	/*
@@ -313,8 +315,21 @@ static void check_report(const char *rec, const char *workload)
 		const char *why = json_string_value(json_object_get(p, "reason"));
 		/* readings the loaded reader missed around a boundary: no value, and the report says so (issue 14) */
 		unread += !isfinite(got) && why && !strncmp(why, "no readings from", 16);
+		/*
+		 * Outside the kept readings: the spec's null, said as such.  A loaded
+		 * host starts the sensor reader late (or stops it early), so more than
+		 * one phase can lie there, but only at the recording's edges.
+		 */
+		bool edge = !isfinite(got) && why &&
+			    (!strncmp(why, "no readings before", 18) || !strncmp(why, "no readings after", 17));
+		if (edge && edge_head == i)
+			edge_head++;
+		else if (edge)
+			edge_tail++;
+		else if (edge_tail)
+			edge_other += edge_tail, edge_tail = 0; /* an edge phase that was neither head nor tail */
 		if (!isfinite(got))
-			continue; /* outside the kept readings: the spec's null (the recording's edges) */
+			continue;
 		double truth = true_energy(&t, e) - true_energy(&t, s);
 		double method = method_energy(&t, es, s, e);
 		double err1 = fabs(got - truth) / truth;
@@ -396,7 +411,11 @@ static void check_report(const char *rec, const char *workload)
 	CU_ASSERT_EQUAL(over_residual, 0);
 	if (unread)
 		fprintf(stderr, "(%zu without energy_j: readings missed around a boundary) ", unread);
-	CU_ASSERT(checked + unread >= n - 2);
+	if (edge_head + edge_tail > 2)
+		fprintf(stderr, "(%zu + %zu phases before the first or after the last sensor reading) ", edge_head,
+			edge_tail);
+	CU_ASSERT_EQUAL(edge_other, 0);
+	CU_ASSERT(checked + unread + edge_head + edge_tail >= n - 2);
 	CU_ASSERT(checked >= n / 2);
 	CU_ASSERT(confident >= n / 2 - 2 - unread);
 	sa_trace_free(tr);
