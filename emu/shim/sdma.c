@@ -340,8 +340,14 @@ static int sdma_exec(struct emu_sdma_q *q, const uint32_t *p, uint64_t at, struc
 	case SDMA_OP_POLL_REGMEM: {
 		uint32_t func = (p[0] >> 28) & 7;
 		bool hdp = p[0] & (1u << 26), mem = p[0] >> 31;
-		if (hdp && !mem)
-			return 1; /* HDP flush: only orders host-path writes, which the emulator makes at once */
+		/*
+		 * HDP flush: ROCr's fixed SDMA_PKT_HDP_FLUSH {0x8, 0, 0x80000000, 0, 0, 0} (gfx9 microcode
+		 * >= 0x1A5), or amdgpu's register form with the hdp_flush bit.  It only orders host-path
+		 * writes, which the emulator makes at once: a no-op.
+		 */
+		bool rocr_hdp = p[0] == SDMA_OP_POLL_REGMEM && p[1] == 0 && p[2] == 0x80000000u && !p[3] && !p[4] && !p[5];
+		if ((hdp && !mem) || rocr_hdp)
+			return 1;
 		if (!mem || func == 7) {
 			sdma_fail(r, at, "SDMA POLL_REGMEM %s (header 0x%08x): not emulated",
 				  mem ? "with function 7" : "on a register", p[0]);

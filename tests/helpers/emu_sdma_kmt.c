@@ -183,11 +183,10 @@ static void poll_pkt(struct sq *q, volatile uint32_t *addr, uint32_t ref)
 	put(q, p, 6);
 }
 
-/* ROCr's HDP flush: POLL_REGMEM with hdp_flush, on the NBIO registers (no memory). */
+/* ROCr's HDP flush: the fixed SDMA_PKT_HDP_FLUSH (amd_blit_sdma.h), a POLL_REGMEM form without memory. */
 static void hdp_flush_pkt(struct sq *q)
 {
-	uint32_t p[6] = { OP_POLL_REGMEM | 1u << 26 | 3u << 28, 0x385c /* GPU_HDP_FLUSH_DONE */ << 2,
-			  0x385b /* GPU_HDP_FLUSH_REQ */ << 2, 1, 1, 10u | 0xFFFu << 16 };
+	static const uint32_t p[6] = { 0x8, 0x0, 0x80000000u, 0x0, 0x0, 0x0 };
 	put(q, p, 6);
 }
 
