@@ -205,6 +205,33 @@ static void test_poll(void)
 	expect_op(t, nt, &i, "FENCE");
 }
 
+/*
+ * One queue's copy in its modelled time does not hold another queue: at 0.01 GB/s the 3 MiB copy takes
+ * 315 ms of modelled time; the truth must show the second queue's FENCE inside it and the first queue's
+ * FENCE after it.
+ */
+static void test_busy_not_blocking(void)
+{
+	char out[8192], truth[PATH_MAX];
+	setenv("SPMTAP_EMU_SDMA_GBPS", "0.01", 1);
+	int rc = helper("busy", out, sizeof(out), truth, sizeof(truth));
+	unsetenv("SPMTAP_EMU_SDMA_GBPS");
+	CU_ASSERT_EQUAL(rc, 0);
+	struct tline t[8];
+	size_t nt = read_truth(truth, t, 8);
+	CU_ASSERT_EQUAL_FATAL(nt, 3);
+	CU_ASSERT_STRING_EQUAL(t[0].op, "COPY_LINEAR");
+	CU_ASSERT_EQUAL(t[0].bytes, 3ull << 20);
+	double ticks = (double)t[0].bytes / 0.01e9 * 1e8;
+	CU_ASSERT((double)(t[0].end - t[0].start) >= ticks - 1 && (double)(t[0].end - t[0].start) <= ticks + 1);
+	CU_ASSERT_STRING_EQUAL(t[1].op, "FENCE");
+	CU_ASSERT_NOT_EQUAL(t[1].queue, t[0].queue);
+	CU_ASSERT(t[1].start < t[0].end); /* ran while the copy was in its modelled time */
+	CU_ASSERT_STRING_EQUAL(t[2].op, "FENCE");
+	CU_ASSERT_EQUAL(t[2].queue, t[0].queue);
+	CU_ASSERT(t[2].start >= t[0].end);
+}
+
 static void test_wrap(void)
 {
 	char out[8192], truth[PATH_MAX];
@@ -277,6 +304,7 @@ static const struct testenv_case cases[] = {
 	{ "copy", test_copy, NULL },
 	{ "fill", test_fill, NULL },
 	{ "poll", test_poll, NULL },
+	{ "busy_not_blocking", test_busy_not_blocking, NULL },
 	{ "wrap", test_wrap, NULL },
 	{ "unknown_opcode", test_unknown_opcode, NULL },
 	{ "rocr_copy", test_rocr_copy, need_rocr },

@@ -12,6 +12,7 @@
  *            copies, ATOMIC decrement, mailbox FENCE + TRAP); prints "copy BYTES START END" per command
  *   fill     CONST_FILL of VRAM read back through a copy
  *   poll     a POLL_REGMEM holds the queue until the CPU writes the value
+ *   busy     a long copy on one queue (run with a low SPMTAP_EMU_SDMA_GBPS) and a fence on a second
  *   wrap     300 commands through a 4 KiB ring (packets straddle its end)
  *   bad      an unknown opcode: not run, the queue halted, the error names it
  * Prints "ok" lines, "FAIL ..." lines and exits 1 on any failure.
@@ -355,6 +356,30 @@ static int poll_mode(void)
 	return failures != 0;
 }
 
+/* Two queues: while the first one's long copy is in its modelled time, the second one's fence runs. */
+static int busy_mode(void)
+{
+	struct sq q1, q2;
+	CHECK(make_sq(&q1, 1 << 16) == 0 && make_sq(&q2, 1 << 16) == 0, "two SDMA queues");
+	const uint64_t n = 3ull << 20; /* one packet */
+	uint8_t *a = host_alloc(n), *v = vram_alloc(n);
+	volatile uint32_t *m = host_alloc(4096);
+	if (failures || !a || !v || !m)
+		return 1;
+	copy_cmd(&q1, v, a, n);
+	fence_pkt(&q1, &m[0], 1);
+	ring_bell(&q1);
+	while (__atomic_load_n(q1.rptr, __ATOMIC_ACQUIRE) == 0) /* the copy has started */
+		;
+	fence_pkt(&q2, &m[1], 2);
+	ring_bell(&q2);
+	CHECK(wait_u32(&m[1], 2, 5) == 0, "the second queue's fence ran (first queue's fence %u)", m[0]);
+	CHECK(wait_u32(&m[0], 1, 30) == 0, "the first queue's fence ran after its copy");
+	hsaKmtDestroyQueue(q1.qr.QueueId);
+	hsaKmtDestroyQueue(q2.qr.QueueId);
+	return failures != 0;
+}
+
 static int wrap_mode(void)
 {
 	struct sq q;
@@ -442,6 +467,8 @@ int main(int argc, char **argv)
 		rc = fill_mode();
 	else if (!strcmp(mode, "poll"))
 		rc = poll_mode();
+	else if (!strcmp(mode, "busy"))
+		rc = busy_mode();
 	else if (!strcmp(mode, "wrap"))
 		rc = wrap_mode();
 	else if (!strcmp(mode, "bad"))
