@@ -14,7 +14,8 @@
  *   poll     a POLL_REGMEM holds the queue until the CPU writes the value
  *   busy     a long copy on one queue (run with a low SPMTAP_EMU_SDMA_GBPS) and a fence on a second
  *   wrap     300 commands through a 4 KiB ring (packets straddle its end)
- *   bad      an unknown opcode: not run, the queue halted, the error names it
+ *   bad      an unknown opcode: not run, the queue halted, the error names it; a copy from a GPU VA
+ *            in no BO: a page fault, the queue halted
  * Prints "ok" lines, "FAIL ..." lines and exits 1 on any failure.
  */
 #include <fcntl.h>
@@ -422,6 +423,21 @@ static int bad_mode(void)
 	struct emu_queue_err_args e = { .queue_id = kfd_qid(&q) };
 	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e) == 0 && e.halted && e.packet_index == at && strstr(e.err, "opcode 3"),
 	      "queue halted, error at byte %llu: [%s]", (unsigned long long)e.packet_index, e.err);
+	/* A copy from a GPU VA that no BO holds: a page fault, not a copy of whatever is there. */
+	struct sq q2;
+	CHECK(make_sq(&q2, 1 << 16) == 0, "second SDMA queue");
+	uint8_t *dst = host_alloc(4096);
+	memset(dst, 0x5A, 64);
+	copy_pkt(&q2, (uint64_t)(uintptr_t)dst, 0x10000, 64);
+	fence_pkt(&q2, &m[2], 3);
+	ring_bell(&q2);
+	usleep(200000);
+	struct emu_queue_err_args e2 = { .queue_id = kfd_qid(&q2) };
+	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e2) == 0 && e2.halted && e2.packet_index == 0 &&
+		      strstr(e2.err, "COPY_LINEAR") && strstr(e2.err, "0x10000 is not mapped"),
+	      "unmapped source: queue halted [%s]", e2.err);
+	CHECK(m[2] == 0 && *q2.rptr == 0 && dst[0] == 0x5A && dst[63] == 0x5A, "nothing after it ran, dst untouched");
+	hsaKmtDestroyQueue(q2.qr.QueueId);
 	hsaKmtDestroyQueue(q.qr.QueueId);
 	return failures != 0;
 }
