@@ -183,7 +183,14 @@ $(B)/doubles/libamd_smi_v%.so: tests/doubles/libamd_smi_double.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DAMDSMI_V$* -shared -o $@ $<
 
-tests-build: all $(TEST_BIN) $(HELPER_BIN) $(DOUBLE_SO) $(FLOORS_SO)
+# examples/hsa_copy: an HSA C program (ROCr's hsa_amd_memory_async_copy, the SDMA path), run by
+# test_emu_sdma on the emulated MI210; built like a helper, as the sanitized shim is preloaded into it.
+HSA_EXAMPLE_BIN := $(B)/examples/hsa_copy
+$(B)/examples/hsa_copy: examples/hsa_copy/hsa_copy.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) -lhsa-runtime64
+
+tests-build: all $(TEST_BIN) $(HELPER_BIN) $(HSA_EXAMPLE_BIN) $(DOUBLE_SO) $(FLOORS_SO)
 .PHONY: tests-build
 
 # The README's test command.  Every suite runs under the emulator it needs.

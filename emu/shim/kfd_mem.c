@@ -192,14 +192,9 @@ int emu_mem_ioctl(unsigned long req, void *arg, int *handled)
 	}
 }
 
-void *emu_mem_cpu(uint64_t handle, uint64_t *size)
+/* The shim's own mapping of a VRAM/GTT BO's memfd, made on first use. */
+static void *emu_bo_alias(struct emu_bo *b)
 {
-	struct emu_bo *b = emu_bo_get(handle);
-	if (!b)
-		return NULL;
-	*size = b->size;
-	if (b->userptr)
-		return (void *)(uintptr_t)b->userptr;
 	if (b->memfd < 0)
 		return NULL;
 	if (!b->alias) {
@@ -208,8 +203,46 @@ void *emu_mem_cpu(uint64_t handle, uint64_t *size)
 			return NULL;
 		b->alias = p;
 	}
+	return b->alias;
+}
+
+void *emu_mem_cpu(uint64_t handle, uint64_t *size)
+{
+	struct emu_bo *b = emu_bo_get(handle);
+	if (!b)
+		return NULL;
+	*size = b->size;
+	if (b->userptr)
+		return (void *)(uintptr_t)b->userptr;
+	if (!emu_bo_alias(b))
+		return NULL;
 	b->pinned = true;
 	return b->alias;
+}
+
+/*
+ * The memory behind GPU VA va as the emulated engines reach it: inside a
+ * VRAM/GTT BO, the shim's alias of its memfd (whatever the application's
+ * protection); inside a USERPTR BO, the user's CPU address (*user set: the
+ * caller must access it fault-safely, the user may have unmapped it).
+ * *avail: bytes from va to the BO's end.  NULL when no BO of this process
+ * holds va: on the GPU, a page fault.  Under emu_p.lock.
+ */
+void *emu_mem_gpu_va(uint64_t va, uint64_t *avail, bool *user)
+{
+	for (uint32_t i = 1; i < EMU_MAX_BOS; i++) {
+		struct emu_bo *b = &emu_bos[i];
+		if (!b->used || va < b->va || va - b->va >= b->size)
+			continue;
+		uint64_t off = va - b->va;
+		*avail = b->size - off;
+		*user = b->userptr != 0;
+		if (b->userptr)
+			return (void *)(uintptr_t)(b->userptr + off);
+		char *base = emu_bo_alias(b);
+		return base ? base + off : NULL;
+	}
+	return NULL;
 }
 
 static void *emu_map_fd(void *addr, size_t len, int prot, int flags, int fd)

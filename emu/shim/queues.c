@@ -17,6 +17,7 @@
  */
 #include "emu/common/readback.h"
 #include "emu/shim/gpu_state.h"
+#include "emu/shim/sdma.h"
 #include "emu/shim/shim.h"
 #include <linux/kfd_ioctl.h>
 
@@ -40,7 +41,8 @@ struct emu_queue {
 	bool used, halted;
 	uint32_t id, gpu_id, type, doorbell_id, pct, prio;
 	uint64_t ring, ring_size, rptr, wptr;
-	uint64_t limit; /* highest packet index rung + 1 */
+	uint64_t limit; /* AQL: highest packet index rung + 1; SDMA: the highest write pointer rung (bytes) */
+	uint64_t sdma_busy_until_ns; /* SDMA: sdma.h emu_sdma_q.busy_until_ns */
 	uint64_t executed, errors, err_index;
 	char err[EMU_Q_ERRLEN];
 };
@@ -63,6 +65,11 @@ static int emu_qfail(int e)
 {
 	errno = e;
 	return -1;
+}
+
+static bool emu_q_is_sdma(const struct emu_queue *q)
+{
+	return q->type == KFD_IOC_QUEUE_TYPE_SDMA || q->type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
 }
 
 static struct emu_cp_state *emu_cp_of(struct emu_gpu *g)
@@ -362,8 +369,10 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		/* Consume the write; a CAS miss means another write arrived (v is reloaded). */
 		if (__atomic_compare_exchange_n(&db[q->doorbell_id], &v, EMU_DB_IDLE, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE)) {
-			if (v + 1 > q->limit)
-				q->limit = v + 1;
+			/* An AQL doorbell carries a packet index; an SDMA one the write pointer in bytes. */
+			uint64_t lim = emu_q_is_sdma(q) ? v : v + 1;
+			if (lim > q->limit)
+				q->limit = lim;
 			work++;
 			break;
 		}
@@ -372,11 +381,24 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		return work;
 	uint64_t *rptr = (uint64_t *)(uintptr_t)q->rptr;
 	uint64_t rd = __atomic_load_n(rptr, __ATOMIC_ACQUIRE);
+	if (emu_q_is_sdma(q)) {
+		/* The queue's SDMA engine (sdma.c); its errors halt the queue as the CP's do. */
+		struct emu_sdma_q sq = { q->gpu_id, q->id, q->ring, q->ring_size, q->rptr, q->limit, q->sdma_busy_until_ns };
+		struct emu_sdma_result r;
+		emu_sdma_service(&sq, &r);
+		q->sdma_busy_until_ns = sq.busy_until_ns;
+		q->executed += r.executed;
+		c->executed += r.executed;
+		if (r.error)
+			emu_q_error(q, c, r.err_at, r.err);
+		if (r.waiting)
+			*blocked = true;
+		/* A copy's modelled time counts as activity: the fast poll picks up its end. */
+		return work + (int)r.executed + (r.busy || r.error);
+	}
 	if (q->type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL) {
 		if (rd < q->limit)
-			emu_q_error(q, c, rd,
-				    q->type == KFD_IOC_QUEUE_TYPE_COMPUTE ? "PM4 ring queue: not emulated"
-									  : "SDMA queue: there is no SDMA engine");
+			emu_q_error(q, c, rd, "PM4 ring queue: not emulated");
 		return work;
 	}
 	uint64_t npkts = q->ring_size / 64;

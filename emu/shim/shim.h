@@ -134,6 +134,8 @@ struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g);
 int emu_mem_ioctl(unsigned long req, void *arg, int *handled);
 /* A CPU pointer to the whole BO that stays valid while the shim lives (for USERPTR: the user's address). */
 void *emu_mem_cpu(uint64_t handle, uint64_t *size);
+/* The engines' view of GPU VA va (a BO alias, or *user: the user's memory); NULL when no BO holds it. */
+void *emu_mem_gpu_va(uint64_t va, uint64_t *avail, bool *user);
 void *emu_mem_mmap(int kind, void *addr, size_t len, int prot, int flags, uint64_t off);
 void emu_mem_teardown(void);
 void emu_mem_after_fork(void);
