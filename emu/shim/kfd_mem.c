@@ -34,6 +34,7 @@ struct emu_bo {
 };
 
 static struct emu_bo emu_bos[EMU_MAX_BOS];
+uint64_t emu_mem_gpu_faults; /* emu_mem_gpu_ptr lookups that found no backing */
 
 struct emu_db {
 	int fd;
@@ -210,6 +211,40 @@ void *emu_mem_cpu(uint64_t handle, uint64_t *size)
 	}
 	b->pinned = true;
 	return b->alias;
+}
+
+/*
+ * A GPU virtual address range as the CP reaches it (DISPATCH.md 5): a VRAM or
+ * GTT BO through the shim's alias of its memfd (libhsakmt maps VRAM PROT_NONE
+ * for the CPU), a USERPTR BO at the user's address.  NULL, with the failure
+ * counted, when the range is in no BO the process allocated or registered, or
+ * straddles a BO's end: the GPU would fault there.  *vram (may be NULL) says
+ * whether the BO is VRAM.  Under emu_p.lock.
+ */
+void *emu_mem_gpu_ptr(uint64_t va, uint64_t len, bool *vram)
+{
+	for (uint32_t i = 1; i < EMU_MAX_BOS; i++) {
+		struct emu_bo *b = &emu_bos[i];
+		if (!b->used || !b->va || va < b->va || va - b->va >= b->size)
+			continue;
+		if (len > b->size - (va - b->va))
+			break;
+		if (vram)
+			*vram = (b->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) != 0;
+		if (b->userptr)
+			return (void *)(uintptr_t)(b->userptr + (va - b->va));
+		if (b->memfd < 0)
+			break;
+		if (!b->alias) {
+			void *p = emu_real_mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->memfd, 0);
+			if (p == MAP_FAILED)
+				break;
+			b->alias = p;
+		}
+		return (char *)b->alias + (va - b->va);
+	}
+	emu_mem_gpu_faults++;
+	return NULL;
 }
 
 static void *emu_map_fd(void *addr, size_t len, int prot, int flags, int fd)

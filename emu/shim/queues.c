@@ -16,6 +16,7 @@
  * later step can move it to shared memory keyed by gpu_id).
  */
 #include "emu/common/readback.h"
+#include "emu/shim/dispatch.h"
 #include "emu/shim/gpu_state.h"
 #include "emu/shim/shim.h"
 #include <linux/kfd_ioctl.h>
@@ -43,6 +44,7 @@ struct emu_queue {
 	uint64_t limit; /* highest packet index rung + 1 */
 	uint64_t executed, errors, err_index;
 	char err[EMU_Q_ERRLEN];
+	struct emu_kslot kernel; /* the KERNEL_DISPATCH in flight (dispatch.h) */
 };
 
 struct emu_cp_state {
@@ -271,13 +273,14 @@ static int64_t emu_sig_value(uint64_t h)
 	return __atomic_load_n(&((struct emu_signal *)(uintptr_t)h)->value, __ATOMIC_ACQUIRE);
 }
 
-static void emu_sig_complete(uint64_t h, uint64_t start_ts)
+/* end_ts 0: now (a packet that took no modelled time). */
+static void emu_sig_complete(uint64_t h, uint64_t start_ts, uint64_t end_ts)
 {
 	if (!h)
 		return;
 	struct emu_signal *s = (struct emu_signal *)(uintptr_t)h;
 	s->start_ts = start_ts;
-	s->end_ts = emu_clock_ticks(emu_clock_raw_ns());
+	s->end_ts = end_ts ? end_ts : emu_clock_ticks(emu_clock_raw_ns());
 	__atomic_fetch_sub(&s->value, 1, __ATOMIC_ACQ_REL);
 	if (s->event_mailbox_ptr) {
 		/* The end-of-pipe write of event_id into the mailbox slot, then the interrupt. */
@@ -309,9 +312,12 @@ static const char *emu_aql_name(uint32_t t)
 	}
 }
 
-/* 1 executed, 0 must wait (a barrier), -1 cannot execute (already reported). */
+/*
+ * 1 executed, 0 must wait (a barrier, a kernel still running), -1 cannot execute (already reported).
+ * start and end: the completion signal's ticks, when the packet took modelled time.
+ */
 static int emu_aql_exec(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_state *c, const uint8_t *pkt,
-			uint16_t hdr, uint64_t idx)
+			uint16_t hdr, uint64_t idx, uint64_t *start, uint64_t *end)
 {
 	uint32_t type = hdr & 0xFF;
 	char msg[EMU_Q_ERRLEN];
@@ -345,6 +351,12 @@ static int emu_aql_exec(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_st
 			return -1;
 		}
 		return 1;
+	}
+	case AQL_KERNEL: {
+		int rc = emu_dispatch_step(g, q->id, &q->kernel, pkt, idx, start, end, msg, sizeof(msg));
+		if (rc < 0)
+			emu_q_error(q, c, idx, msg);
+		return rc;
 	}
 	default:
 		snprintf(msg, sizeof(msg), "%s packet (type %u): not executed by the emulated CP", emu_aql_name(type), type);
@@ -385,8 +397,8 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		uint16_t hdr = __atomic_load_n((uint16_t *)pkt, __ATOMIC_ACQUIRE);
 		if ((hdr & 0xFF) == AQL_INVALID)
 			break; /* not published yet */
-		uint64_t start = emu_clock_ticks(emu_clock_raw_ns());
-		int rc = emu_aql_exec(g, q, c, pkt, hdr, rd);
+		uint64_t start = emu_clock_ticks(emu_clock_raw_ns()), end = 0;
+		int rc = emu_aql_exec(g, q, c, pkt, hdr, rd, &start, &end);
 		if (rc < 0)
 			return work + 1;
 		if (rc == 0) {
@@ -399,7 +411,7 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		__atomic_store_n((uint16_t *)pkt, (uint16_t)AQL_INVALID, __ATOMIC_RELEASE);
 		rd++;
 		__atomic_store_n(rptr, rd, __ATOMIC_RELEASE);
-		emu_sig_complete(sig, start);
+		emu_sig_complete(sig, start, end);
 		q->executed++;
 		c->executed++;
 		c->run++;
