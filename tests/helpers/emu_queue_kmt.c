@@ -5,7 +5,10 @@
  * hand, completion polled on a hand-made amd_signal_t.
  * Usage: emu_queue_kmt GPU_ID MODE [ARG]
  *   basic        barrier-AND, PM4_IB whose register writes read back on every XCC, memory write
- *   bad          an unknown PM4 opcode in an IB and a kernel dispatch: not completed, errors readable
+ *   bad          an unknown PM4 opcode in an IB, a kernel dispatch of memory that holds no kernel
+ *                descriptor, a reserved packet type: not completed, errors readable and naming them
+ *   kernel       kernel dispatches of a hand-made code-object-v3 descriptor on two queues: each takes
+ *                the modelled time, a queue runs in order, the two queues overlap; prints the ticks
  *   hold         print "ready", then submit barriers forever (killed by the test)
  *   wedge        submit a PM4 IB whose WAIT_REG_MEM never succeeds (the CP sits in it holding
  *                the GPU's shared lock; run with SPMTAP_EMU_CP_WAIT_MS large), print "ready",
@@ -154,6 +157,19 @@ static int wait_zero(struct sig *s, double secs)
 	return 0;
 }
 
+/* hsa_kernel_dispatch_packet_t from byte 4: 1-D, workgroup 64, grid `items`. */
+static void kernel_body(uint8_t *b, uint64_t kobj, uint32_t items, struct sig *s)
+{
+	memset(b, 0, 60);
+	uint16_t wg[3] = { 64, 1, 1 };
+	uint32_t grid[3] = { items, 1, 1 };
+	memcpy(b, wg, 6);
+	memcpy(b + 8, grid, 12);
+	memcpy(b + 28, &kobj, 8);
+	uint64_t h = (uint64_t)(uintptr_t)s;
+	memcpy(b + 52, &h, 8);
+}
+
 #define HDR_BARRIER_AND (3u | 1u << 8)
 #define HDR_VENDOR_PM4 (0u | 1u << 8 | 1u << 16)
 
@@ -236,17 +252,75 @@ static int bad(void)
 	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e) == 0 && e.errors == 1 && e.halted && e.packet_index == idx &&
 		      strstr(e.err, "0x99"),
 	      "error readable: [%s] at packet %llu", e.err, (unsigned long long)e.packet_index);
-	/* A kernel dispatch is not executed either. */
-	memset(body, 0, sizeof(body));
-	uint64_t h = (uint64_t)(uintptr_t)s2;
-	memcpy(body + 52, &h, 8);
+	/* A kernel dispatch of GPU-mapped memory that holds no kernel descriptor (all zero: no code entry)
+	 * is refused, naming the kernel object; it is not completed as if it had run. */
+	uint64_t kobj = (uint64_t)(uintptr_t)(ctl2 + 0x400);
+	kernel_body(body, kobj, 64, s2);
 	s2->value = 1;
-	submit(&q2, 2u | 1u << 8, body);
-	CHECK(wait_zero(s2, 0.3) != 0 && s2->value == 1, "kernel dispatch not completed");
-	CHECK(rbq(EMU_RB_QUEUE, EMU_RBQ_ERRORS, 0, 0) == 2, "GPU error counter %u",
+	idx = submit(&q2, 2u | 1u << 8 | 1u << 16, body);
+	CHECK(wait_zero(s2, 0.3) != 0 && s2->value == 1 && *q2.rptr == idx, "kernel dispatch not completed");
+	char want[64];
+	snprintf(want, sizeof(want), "kernel_object 0x%llx", (unsigned long long)kobj);
+	e = (struct emu_queue_err_args){ .queue_id = kfd_qid(&q2) };
+	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e) == 0 && e.halted && e.packet_index == idx && strstr(e.err, want) &&
+		      strstr(e.err, "not a kernel descriptor"),
+	      "error names the kernel: [%s]", e.err);
+	/* A reserved packet type is refused by its number. */
+	uint8_t *ctl3 = host_alloc(8192);
+	struct q q3;
+	CHECK(ctl3 && make_queue(&q3, ctl3) == 0, "third queue");
+	if (failures)
+		return 1;
+	struct sig *s3 = (struct sig *)(ctl3 + 0x100);
+	barrier_body(body, s3);
+	s3->value = 1;
+	idx = submit(&q3, 7u | 1u << 8, body);
+	CHECK(wait_zero(s3, 0.3) != 0 && s3->value == 1, "reserved packet not completed");
+	e = (struct emu_queue_err_args){ .queue_id = kfd_qid(&q3) };
+	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e) == 0 && e.halted && e.packet_index == idx && strstr(e.err, "type 7"),
+	      "error names the packet type: [%s]", e.err);
+	CHECK(rbq(EMU_RB_QUEUE, EMU_RBQ_ERRORS, 0, 0) == 3, "GPU error counter %u",
 	      rbq(EMU_RB_QUEUE, EMU_RBQ_ERRORS, 0, 0));
 	CHECK(rbq(EMU_RB_QUEUE, EMU_RBQ_Q_HALTED, 0, kfd_qid(&q2)) == 1, "second queue halted");
-	CHECK(hsaKmtDestroyQueue(q.qr.QueueId) == 0 && hsaKmtDestroyQueue(q2.qr.QueueId) == 0, "destroyed");
+	CHECK(hsaKmtDestroyQueue(q.qr.QueueId) == 0 && hsaKmtDestroyQueue(q2.qr.QueueId) == 0 &&
+		      hsaKmtDestroyQueue(q3.qr.QueueId) == 0,
+	      "destroyed");
+	return failures != 0;
+}
+
+/*
+ * Two queues, a kernel of `items` work-items: A0 and A1 on queue A, B0 on queue B, all published
+ * before the CP looks.  The caller sets SPMTAP_EMU_KERNEL_BASE_NS (the modelled time) beforehand.
+ */
+static int kernel(uint64_t model_ns)
+{
+	uint8_t *ctl = host_alloc(8192), *ctl2 = host_alloc(8192);
+	struct q qa, qb;
+	CHECK(ctl && ctl2 && make_queue(&qa, ctl) == 0 && make_queue(&qb, ctl2) == 0, "two queues");
+	if (failures)
+		return 1;
+	/* A code-object-v3 kernel descriptor: code entry 0x1000 past it (256 with zero first words would be
+	 * ROCr 5.2's legacy blit header, blit.h). */
+	uint8_t *kd = ctl + 0x400;
+	int64_t entry = 0x1000;
+	memcpy(kd + 16, &entry, 8);
+	struct sig *a0 = (struct sig *)(ctl + 0x100), *a1 = (struct sig *)(ctl + 0x140), *b0 = (struct sig *)(ctl2 + 0x100);
+	uint8_t body[3][60];
+	kernel_body(body[0], (uint64_t)(uintptr_t)kd, 64, a0);
+	kernel_body(body[1], (uint64_t)(uintptr_t)kd, 64, a1);
+	kernel_body(body[2], (uint64_t)(uintptr_t)kd, 64, b0);
+	a0->value = a1->value = b0->value = 1;
+	submit(&qa, 2u | 1u << 8 | 1u << 16, body[0]);
+	submit(&qa, 2u | 1u << 8 | 1u << 16, body[1]);
+	submit(&qb, 2u | 1u << 8 | 1u << 16, body[2]);
+	double secs = 5 + model_ns * 3e-9;
+	CHECK(wait_zero(a0, secs) == 0 && wait_zero(a1, secs) == 0 && wait_zero(b0, secs) == 0,
+	      "three dispatches completed");
+	printf("ticks a0 %llu %llu a1 %llu %llu b0 %llu %llu\n", (unsigned long long)a0->start_ts,
+	       (unsigned long long)a0->end_ts, (unsigned long long)a1->start_ts, (unsigned long long)a1->end_ts,
+	       (unsigned long long)b0->start_ts, (unsigned long long)b0->end_ts);
+	CHECK(*qa.rptr == 2 && *qb.rptr == 1, "read indexes %llu %llu", (unsigned long long)*qa.rptr,
+	      (unsigned long long)*qb.rptr);
 	return failures != 0;
 }
 
@@ -305,6 +379,9 @@ int main(int argc, char **argv)
 		rc = basic();
 	} else if (!strcmp(mode, "bad")) {
 		rc = bad();
+	} else if (!strcmp(mode, "kernel")) {
+		rc = kernel(strtoull(getenv("SPMTAP_EMU_KERNEL_BASE_NS") ? getenv("SPMTAP_EMU_KERNEL_BASE_NS") : "5000",
+				     NULL, 10));
 	} else {
 		uint8_t *ctl = host_alloc(8192);
 		struct q q;
