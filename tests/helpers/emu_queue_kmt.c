@@ -7,6 +7,9 @@
  *   basic        barrier-AND, PM4_IB whose register writes read back on every XCC, memory write
  *   bad          an unknown PM4 opcode in an IB, a kernel dispatch of memory that holds no kernel
  *                descriptor, a reserved packet type: not completed, errors readable and naming them
+ *   blit         ROCr 5.2's blit kernels as ROCr 5.2.3 lays them out (legacy amd_kernel_code_t, kernarg):
+ *                Fill, CopyAligned and CopyMisaligned change memory; a legacy header that is none
+ *                of them is refused by name
  *   kernel       kernel dispatches of a hand-made code-object-v3 descriptor on two queues: each takes
  *                the modelled time, a queue runs in order, the two queues overlap; prints the ticks
  *   hold         print "ready", then submit barriers forever (killed by the test)
@@ -324,6 +327,96 @@ static int kernel(uint64_t model_ns)
 	return failures != 0;
 }
 
+/* A ROCr 5.2 blit kernel header at kd: amd_kernel_code_t, version words 0, code at +256, RSRC1's counts. */
+static void blit_header(uint8_t *kd, uint32_t sgpr_gran, uint32_t vgpr_gran)
+{
+	memset(kd, 0, 256);
+	int64_t entry = 256;
+	uint32_t rsrc1 = vgpr_gran | sgpr_gran << 6;
+	memcpy(kd + 16, &entry, 8);
+	memcpy(kd + 48, &rsrc1, 4);
+}
+
+static int blit_run(struct q *q, struct sig *s, uint8_t *kd, uint8_t *kernarg, uint32_t grid, double secs)
+{
+	uint8_t body[60];
+	kernel_body(body, (uint64_t)(uintptr_t)kd, grid, s);
+	uint64_t ka = (uint64_t)(uintptr_t)kernarg;
+	memcpy(body + 36, &ka, 8);
+	s->value = 1;
+	submit(q, 2u | 1u << 8 | 1u << 16, body);
+	return wait_zero(s, secs);
+}
+
+static int blit(void)
+{
+	uint8_t *ctl = host_alloc(8192), *mem = host_alloc(65536);
+	struct q q;
+	CHECK(ctl && mem && make_queue(&q, ctl) == 0, "queue");
+	if (failures)
+		return 1;
+	struct sig *s = (struct sig *)(ctl + 0x100);
+	uint8_t *kd = ctl + 0x400, *ka = ctl + 0x600;
+	uint64_t f[11] = { 0 };
+	/* Fill: 0 dst, 8 phase-2 dst, 16 dst end, 24 value (u32), 28 work-items (u32). */
+	uint32_t *dst = (uint32_t *)(mem + 0x1000);
+	dst[1024] = 0x12345678; /* just past the end: untouched */
+	blit_header(kd, 2, 1);
+	f[0] = f[1] = (uint64_t)(uintptr_t)dst;
+	f[2] = f[0] + 4096;
+	memcpy(ka, f, 24);
+	uint32_t v[2] = { 0xA5A55A5Au, 64 };
+	memcpy(ka + 24, v, 8);
+	int ok = blit_run(&q, s, kd, ka, 64, 5) == 0;
+	for (int i = 0; i < 1024 && ok; i++)
+		ok = dst[i] == 0xA5A55A5Au;
+	CHECK(ok && dst[1024] == 0x12345678, "Fill wrote 4096 bytes and no more");
+	/* CopyMisaligned: 0 src, 8 dst, 16/24 phase 2, 32 src end, 40 dst end, 48 work-items. */
+	uint8_t *src = mem + 0x3000, *d2 = mem + 0x5001;
+	for (int i = 0; i < 1000; i++)
+		src[i] = (uint8_t)(i * 7 + 1);
+	blit_header(kd, 2, 2);
+	memset(f, 0, sizeof(f));
+	f[0] = (uint64_t)(uintptr_t)src;
+	f[1] = (uint64_t)(uintptr_t)d2;
+	f[4] = f[0] + 1000;
+	f[5] = f[1] + 1000;
+	memcpy(ka, f, 56);
+	CHECK(blit_run(&q, s, kd, ka, 256, 5) == 0 && !memcmp(d2, src, 1000) && d2[1000] == 0, "CopyMisaligned copied 1000 bytes");
+	/* CopyAligned: 0 src, 8 dst, phases 2-4, 64 src end, 72 dst end, 80 work-items. */
+	uint8_t *d3 = mem + 0x8000;
+	blit_header(kd, 3, 2);
+	memset(f, 0, sizeof(f));
+	f[0] = (uint64_t)(uintptr_t)src;
+	f[1] = (uint64_t)(uintptr_t)d3;
+	f[8] = f[0] + 512;
+	f[9] = f[1] + 512;
+	memcpy(ka, f, 88);
+	CHECK(blit_run(&q, s, kd, ka, 256, 5) == 0 && !memcmp(d3, src, 512) && d3[512] == 0, "CopyAligned copied 512 bytes");
+	/* A copy whose source the GPU cannot reach (no BO there) is refused, not half done. */
+	f[0] = 0x1000;
+	f[8] = 0x1000 + 512;
+	memcpy(ka, f, 88);
+	CHECK(blit_run(&q, s, kd, ka, 256, 0.3) != 0 && s->value == 1, "CopyAligned from unmapped memory not completed");
+	struct emu_queue_err_args e = { .queue_id = kfd_qid(&q) };
+	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e) == 0 && e.halted && strstr(e.err, "CopyAligned") &&
+		      strstr(e.err, "0x1000"),
+	      "error names the blit: [%s]", e.err);
+	/* A legacy header that none of ROCr 5.2's blits matches is refused by name. */
+	uint8_t *ctl2 = host_alloc(8192);
+	struct q q2;
+	CHECK(ctl2 && make_queue(&q2, ctl2) == 0, "second queue");
+	if (failures)
+		return 1;
+	blit_header(kd, 5, 5);
+	CHECK(blit_run(&q2, (struct sig *)(ctl2 + 0x100), kd, ka, 256, 0.3) != 0, "unknown legacy kernel not completed");
+	e = (struct emu_queue_err_args){ .queue_id = kfd_qid(&q2) };
+	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e) == 0 && e.halted && strstr(e.err, "none of ROCr 5.2's blit kernels"),
+	      "error names it: [%s]", e.err);
+	CHECK(hsaKmtDestroyQueue(q.qr.QueueId) == 0 && hsaKmtDestroyQueue(q2.qr.QueueId) == 0, "destroyed");
+	return failures != 0;
+}
+
 static int round_trip(struct q *q, struct sig *s)
 {
 	uint8_t body[60];
@@ -379,6 +472,8 @@ int main(int argc, char **argv)
 		rc = basic();
 	} else if (!strcmp(mode, "bad")) {
 		rc = bad();
+	} else if (!strcmp(mode, "blit")) {
+		rc = blit();
 	} else if (!strcmp(mode, "kernel")) {
 		rc = kernel(strtoull(getenv("SPMTAP_EMU_KERNEL_BASE_NS") ? getenv("SPMTAP_EMU_KERNEL_BASE_NS") : "5000",
 				     NULL, 10));
