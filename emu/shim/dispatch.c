@@ -59,7 +59,7 @@ static bool emu_kernel_override(const char *name, uint64_t *ns)
 	return false;
 }
 
-uint64_t emu_dispatch_model_ns(const char *name, uint64_t items, uint32_t cus)
+static uint64_t emu_dispatch_model_ns(const char *name, long double items, uint32_t cus)
 {
 	uint64_t ns;
 	if (emu_kernel_override(name, &ns))
@@ -68,7 +68,9 @@ uint64_t emu_dispatch_model_ns(const char *name, uint64_t items, uint32_t cus)
 		emu_kps_cu = emu_env_u64("SPMTAP_EMU_KERNEL_PS_PER_ITEM_CU", EMU_KERNEL_PS_PER_ITEM_CU);
 		emu_kbase_ns = emu_env_u64("SPMTAP_EMU_KERNEL_BASE_NS", EMU_KERNEL_BASE_NS);
 	}
-	return emu_kbase_ns + items * emu_kps_cu / (cus ? cus : 1) / 1000;
+	/* long double: a grid of up to 2^96 work-items must not wrap (the result saturates). */
+	long double ns_ld = (long double)emu_kbase_ns + items * (long double)emu_kps_cu / (cus ? cus : 1) / 1000.0L;
+	return ns_ld >= (long double)(UINT64_MAX / 4) ? UINT64_MAX / 4 : (uint64_t)ns_ld;
 }
 
 /* A code-object-v3+ kernel descriptor: 64-byte aligned, code entry set, reserved bytes zero. */
@@ -147,8 +149,8 @@ static int emu_dispatch_start(struct emu_gpu *g, uint32_t qid, struct emu_kslot 
 			return -1;
 		ns = EMU_BLIT_BASE_NS + bytes / EMU_BLIT_BYTES_PER_NS;
 	} else {
-		uint64_t items = (uint64_t)(d->grid[0] ? d->grid[0] : 1) * (d->grid[1] ? d->grid[1] : 1) *
-				 (d->grid[2] ? d->grid[2] : 1);
+		long double items = (long double)(d->grid[0] ? d->grid[0] : 1) * (d->grid[1] ? d->grid[1] : 1) *
+				    (d->grid[2] ? d->grid[2] : 1);
 		ns = emu_dispatch_model_ns(name, items, g->profile ? g->profile->cu_count : 1);
 	}
 	k->busy = true;

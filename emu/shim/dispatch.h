@@ -36,7 +36,4 @@ struct emu_kslot {
 int emu_dispatch_step(struct emu_gpu *g, uint32_t qid, struct emu_kslot *k, const uint8_t *pkt, uint64_t idx,
 		      uint64_t *start_ts, uint64_t *end_ts, char *msg, size_t len);
 
-/* The modelled duration in ns of a user kernel (exposed for tests of the formula). */
-uint64_t emu_dispatch_model_ns(const char *name, uint64_t items, uint32_t cus);
-
 #endif

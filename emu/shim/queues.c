@@ -52,6 +52,7 @@ struct emu_cp_state {
 	uint32_t live;                  /* queues of this GPU */
 	uint64_t executed, errors, wakeups;
 	uint64_t run;                   /* packets since this CP thread started (SPMTAP_EMU_CP_HANG) */
+	uint64_t due_raw;               /* earliest end (CLOCK_MONOTONIC_RAW) of a kernel running on this pass */
 	pthread_cond_t kick;
 	bool kicked;
 };
@@ -356,6 +357,8 @@ static int emu_aql_exec(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_st
 		int rc = emu_dispatch_step(g, q->id, &q->kernel, pkt, idx, start, end, msg, sizeof(msg));
 		if (rc < 0)
 			emu_q_error(q, c, idx, msg);
+		if (rc == 0 && q->kernel.end_raw < c->due_raw)
+			c->due_raw = q->kernel.end_raw; /* the CP wakes for it, whatever its idle pace */
 		return rc;
 	}
 	default:
@@ -448,6 +451,7 @@ static void *emu_cp_main(void *arg)
 		uint64_t *db = emu_doorbells(g, NULL);
 		int work = 0;
 		bool blocked = false;
+		c->due_raw = UINT64_MAX;
 		for (uint32_t i = 0; db && emu_q && i < EMU_MAX_QUEUES; i++)
 			if (emu_q[i].used && emu_q[i].gpu_id == g->gpu_id)
 				work += emu_q_service(g, &emu_q[i], c, db, &blocked);
@@ -466,6 +470,12 @@ static void *emu_cp_main(void *arg)
 				wait = emu_poll_idle_ns;
 		}
 		(void)blocked; /* a waiting barrier is retried at the next poll, at the same adaptive pace */
+		if (c->due_raw != UINT64_MAX) {
+			uint64_t raw = emu_clock_raw_ns();
+			uint64_t left = c->due_raw > raw ? c->due_raw - raw : 0;
+			if (left < wait)
+				wait = left;
+		}
 		struct timespec dl;
 		clock_gettime(CLOCK_MONOTONIC, &dl);
 		uint64_t t = (uint64_t)dl.tv_sec * 1000000000ull + (uint64_t)dl.tv_nsec + wait;
