@@ -53,14 +53,14 @@ int emu_blit_apply(enum emu_kkind k, uint64_t kernarg, uint64_t *bytes, char *ms
 		uint64_t dst = f[0], end = f[2];
 		uint32_t v;
 		memcpy(&v, ka + 24, 4);
-		uint32_t *p = end > dst ? emu_mem_gpu_ptr(dst, end - dst, NULL) : NULL;
+		uint8_t *p = end > dst ? emu_mem_gpu_ptr(dst, end - dst, NULL) : NULL;
 		if (end < dst || ((end - dst) & 3) || (end > dst && !p)) {
 			snprintf(msg, len, "ROCr 5.2 blit Fill: 0x%llx..0x%llx not mapped for the GPU or not whole dwords",
 				 (unsigned long long)dst, (unsigned long long)end);
 			return -1;
 		}
-		for (uint64_t i = 0; i < (end - dst) / 4; i++)
-			p[i] = v;
+		for (uint64_t i = 0; i < end - dst; i += 4)
+			memcpy(p + i, &v, 4); /* ROCr aligns dst to 4; memcpy keeps any address defined */
 		*bytes = end - dst;
 		return 0;
 	}

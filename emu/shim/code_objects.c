@@ -4,6 +4,7 @@
 #include "emu/shim/shim.h"
 
 #include <elf.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define EMU_CO_MAX 4096 /* kernels remembered per process; the oldest go first */
@@ -41,54 +42,63 @@ static void emu_co_add(uint64_t kd, const char *name, size_t nlen)
 	k->name[nlen] = 0;
 }
 
+/* Copy [off, off+n) of the image into out (any alignment: the image may start anywhere); false if outside. */
+static bool emu_co_read(const uint8_t *img, uint64_t len, uint64_t off, void *out, uint64_t n)
+{
+	const uint8_t *p = emu_co_at(img, len, off, n);
+	if (p)
+		memcpy(out, p, n);
+	return p != NULL;
+}
+
 void emu_co_note_copy(uint64_t dst, const void *src, uint64_t len)
 {
 	const uint8_t *img = src;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)emu_co_at(img, len, 0, sizeof(Elf64_Ehdr));
-	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_machine != EMU_EM_AMDGPU || eh->e_phentsize != sizeof(Elf64_Phdr))
+	Elf64_Ehdr eh;
+	if (!emu_co_read(img, len, 0, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EMU_EM_AMDGPU || eh.e_phentsize != sizeof(Elf64_Phdr))
 		return;
 	emu_co_forget(dst, len);
 	/* The image is laid out by p_vaddr (lld puts the first PT_LOAD at vaddr 0), so vaddrs are offsets. */
 	uint64_t dyn = 0, dynsz = 0;
-	for (unsigned i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *ph =
-			(const Elf64_Phdr *)emu_co_at(img, len, eh->e_phoff + (uint64_t)i * sizeof(*ph), sizeof(*ph));
-		if (ph && ph->p_type == PT_DYNAMIC) {
-			dyn = ph->p_vaddr;
-			dynsz = ph->p_memsz;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		if (emu_co_read(img, len, eh.e_phoff + (uint64_t)i * sizeof(ph), &ph, sizeof(ph)) &&
+		    ph.p_type == PT_DYNAMIC) {
+			dyn = ph.p_vaddr;
+			dynsz = ph.p_memsz;
 		}
 	}
 	uint64_t symtab = 0, strtab = 0, strsz = 0, hash = 0;
 	for (uint64_t o = 0; o + sizeof(Elf64_Dyn) <= dynsz; o += sizeof(Elf64_Dyn)) {
-		const Elf64_Dyn *d = (const Elf64_Dyn *)emu_co_at(img, len, dyn + o, sizeof(Elf64_Dyn));
-		if (!d || d->d_tag == DT_NULL)
+		Elf64_Dyn d;
+		if (!emu_co_read(img, len, dyn + o, &d, sizeof(d)) || d.d_tag == DT_NULL)
 			break;
-		if (d->d_tag == DT_SYMTAB)
-			symtab = d->d_un.d_ptr;
-		else if (d->d_tag == DT_STRTAB)
-			strtab = d->d_un.d_ptr;
-		else if (d->d_tag == DT_STRSZ)
-			strsz = d->d_un.d_val;
-		else if (d->d_tag == DT_HASH)
-			hash = d->d_un.d_ptr;
+		if (d.d_tag == DT_SYMTAB)
+			symtab = d.d_un.d_ptr;
+		else if (d.d_tag == DT_STRTAB)
+			strtab = d.d_un.d_ptr;
+		else if (d.d_tag == DT_STRSZ)
+			strsz = d.d_un.d_val;
+		else if (d.d_tag == DT_HASH)
+			hash = d.d_un.d_ptr;
 	}
-	const uint32_t *h = (const uint32_t *)emu_co_at(img, len, hash, 8);
+	uint32_t h[2];
 	const char *str = (const char *)emu_co_at(img, len, strtab, strsz);
-	if (!symtab || !h || !str)
+	if (!symtab || !hash || !emu_co_read(img, len, hash, h, sizeof(h)) || !str || !strsz)
 		return;
 	uint32_t nsyms = h[1]; /* DT_HASH nchain = the number of dynamic symbols */
 	unsigned found = 0;
 	for (uint32_t i = 1; i < nsyms; i++) {
-		const Elf64_Sym *s = (const Elf64_Sym *)emu_co_at(img, len, symtab + (uint64_t)i * sizeof(*s), sizeof(*s));
-		if (!s)
+		Elf64_Sym sym;
+		if (!emu_co_read(img, len, symtab + (uint64_t)i * sizeof(sym), &sym, sizeof(sym)))
 			break;
-		if (ELF64_ST_TYPE(s->st_info) != STT_OBJECT || s->st_name >= strsz || s->st_size != 64)
+		if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_name >= strsz || sym.st_size != 64)
 			continue;
-		const char *nm = str + s->st_name;
-		size_t n = strnlen(nm, strsz - s->st_name);
-		if (n > 3 && n < strsz - s->st_name && !strcmp(nm + n - 3, ".kd")) {
-			emu_co_add(dst + s->st_value, nm, n - 3);
+		const char *nm = str + sym.st_name;
+		size_t n = strnlen(nm, strsz - sym.st_name);
+		if (n > 3 && n < strsz - sym.st_name && !strcmp(nm + n - 3, ".kd")) {
+			emu_co_add(dst + sym.st_value, nm, n - 3);
 			found++;
 		}
 	}
