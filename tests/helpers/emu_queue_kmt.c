@@ -154,7 +154,8 @@ static void pm4ib_body(uint8_t *b, const uint32_t *ib, uint32_t ndw, struct sig 
 static int wait_zero(struct sig *s, double secs)
 {
 	double t0 = now_s();
-	while (s->value != 0)
+	/* Acquire: what the CP wrote before completing (a blit's bytes) is then visible (and TSan sees it). */
+	while (__atomic_load_n(&s->value, __ATOMIC_ACQUIRE) != 0)
 		if (now_s() - t0 > secs)
 			return -1;
 	return 0;
