@@ -244,19 +244,31 @@ struct aline {
 #define ADD1_NS 3000000ull  /* 3 ms */
 #define SCALE_NS 2000000ull /* 2 ms */
 
-static void hsa_example(int gi)
+/*
+ * Runs examples/hsa on GPU gi (ROCr's GPU index = the spec's node order), directly or, with `record`,
+ * under `spmtap record --spm SQ_WAVES` on the same GPU (the recorder's counter program and the app's
+ * dispatches share the emulated CP), and checks it against the dispatch truth.
+ */
+static void hsa_example(int gi, bool record)
 {
-	char exe[PATH_MAX + 32], hsaco[PATH_MAX + 32], th[8], per[8];
+	char exe[PATH_MAX + 32], hsaco[PATH_MAX + 32], th[8], per[8], spmtap[PATH_MAX + 32], dev[16], dir[PATH_MAX];
 	static char out[65536];
 	snprintf(exe, sizeof(exe), "%s/hsa_dispatch", hsa_dir);
 	snprintf(hsaco, sizeof(hsaco), "%s/k.hsaco", hsa_dir);
 	snprintf(th, sizeof(th), "%d", THREADS);
 	snprintf(per, sizeof(per), "%d", PER_THREAD);
-	char *argv[] = { exe, hsaco, th, per, NULL };
+	snprintf(spmtap, sizeof(spmtap), "%s/spmtap", testenv_build_dir());
+	snprintf(dev, sizeof(dev), "gpu_id:0x%x", G[gi].gpu_id);
+	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), "rec"));
 	char vis[32], kns[128];
 	snprintf(vis, sizeof(vis), "ROCR_VISIBLE_DEVICES=%d", gi);
 	snprintf(kns, sizeof(kns), "SPMTAP_EMU_KERNEL_NS=add1=%llu,scale.kd=%llu", ADD1_NS, SCALE_NS);
-	const char *env[] = { vis, kns, NULL };
+	char *direct[] = { exe, hsaco, th, per, NULL };
+	/* ROCR_VISIBLE_DEVICES for the app only: the recorder's own ROCr must see every GPU. */
+	char *rec[] = { spmtap, "record", "--spm", "SQ_WAVES", "--device", dev, "-d", dir, "-o", "r", "--",
+			"/usr/bin/env", vis, exe, hsaco, th, per, NULL };
+	char **argv = record ? rec : direct;
+	const char *env[] = { kns, record ? NULL : vis, NULL };
 	unlink(truth);
 	/* Boottime minus the raw clock the GPU ticks count (no suspend here: constant up to NTP slew). */
 	struct timespec b, r;
@@ -339,16 +351,37 @@ static void hsa_example(int gi)
 	CU_ASSERT(overlaps > 0);
 	fprintf(stderr, "  [%s: %d dispatches, %d blit copies, %d overlapping pairs]\n", G[gi].profile->name, na, blits,
 		overlaps);
+	if (record) {
+		/* The recording of the same run is there and has samples. */
+		FILE *f = fopen(testenv_path(dir, "r_spm.csv"), "r");
+		int lines = 0;
+		char l[4096];
+		while (f && fgets(l, sizeof(l), f))
+			lines++;
+		if (f)
+			fclose(f);
+		CU_ASSERT(lines > 10);
+	}
 }
 
 static void test_hsa_mi210(void)
 {
-	hsa_example(0);
+	hsa_example(0, false);
 }
 
 static void test_hsa_mi250x(void)
 {
-	hsa_example(1);
+	hsa_example(1, false);
+}
+
+static void test_record_mi210(void)
+{
+	hsa_example(0, true);
+}
+
+static void test_record_mi250x(void)
+{
+	hsa_example(1, true);
 }
 
 static const struct testenv_case cases[] = {
@@ -357,6 +390,8 @@ static const struct testenv_case cases[] = {
 	{ "blit", test_blit, NULL },
 	{ "hsa_mi210", test_hsa_mi210, need_hsa_example },
 	{ "hsa_mi250x", test_hsa_mi250x, need_hsa_example },
+	{ "record_mi210", test_record_mi210, need_hsa_example },
+	{ "record_mi250x", test_record_mi250x, need_hsa_example },
 	{ NULL, NULL, NULL },
 };
 
