@@ -147,6 +147,27 @@ int emu_kfd_ioctl(int fd, unsigned long req, void *arg)
 	case AMDKFD_IOC_SET_SCRATCH_BACKING_VA:
 	case AMDKFD_IOC_SET_TRAP_HANDLER:
 		return 0;
+	case AMDKFD_IOC_GET_TILE_CONFIG: {
+		/* gfx9 has no tile-mode tables (kfd_ioctl_get_tile_config: all zero); ROCr's image code asks at
+		 * HIP init and asserts on failure (DISPATCH.md 6). */
+		struct kfd_ioctl_get_tile_config_args *a = arg;
+		if (!emu_gpu_by_id(a->gpu_id)) {
+			errno = EINVAL;
+			return -1;
+		}
+		if (a->num_tile_configs > 32)
+			a->num_tile_configs = 32;
+		if (a->num_macro_tile_configs > 16)
+			a->num_macro_tile_configs = 16;
+		if (a->tile_config_ptr && a->num_tile_configs)
+			memset((void *)(uintptr_t)a->tile_config_ptr, 0, a->num_tile_configs * 4u);
+		if (a->macro_tile_config_ptr && a->num_macro_tile_configs)
+			memset((void *)(uintptr_t)a->macro_tile_config_ptr, 0, a->num_macro_tile_configs * 4u);
+		a->gb_addr_config = 0x2a114042; /* Aldebaran's golden GB_ADDR_CONFIG */
+		a->num_banks = 0;
+		a->num_ranks = 0;
+		return 0;
+	}
 	case AMDKFD_IOC_SET_XNACK_MODE: {
 		struct kfd_ioctl_set_xnack_mode_args *a = arg;
 		if (a->xnack_enabled < 0)

@@ -34,6 +34,7 @@ struct emu_bo {
 };
 
 static struct emu_bo emu_bos[EMU_MAX_BOS];
+uint64_t emu_mem_gpu_faults; /* emu_mem_gpu_ptr lookups that found no backing */
 
 struct emu_db {
 	int fd;
@@ -220,29 +221,58 @@ void *emu_mem_cpu(uint64_t handle, uint64_t *size)
 	return b->alias;
 }
 
+/* The BO of this process that holds GPU VA va, or NULL (on the GPU, a page fault). */
+static struct emu_bo *emu_bo_at(uint64_t va)
+{
+	for (uint32_t i = 1; i < EMU_MAX_BOS; i++) {
+		struct emu_bo *b = &emu_bos[i];
+		if (b->used && b->va && va >= b->va && va - b->va < b->size)
+			return b;
+	}
+	return NULL;
+}
+
 /*
  * The memory behind GPU VA va as the emulated engines reach it: inside a
  * VRAM/GTT BO, the shim's alias of its memfd (whatever the application's
  * protection); inside a USERPTR BO, the user's CPU address (*user set: the
  * caller must access it fault-safely, the user may have unmapped it).
  * *avail: bytes from va to the BO's end.  NULL when no BO of this process
- * holds va: on the GPU, a page fault.  Under emu_p.lock.
+ * holds va: on the GPU, a page fault.  Under emu_p.lock.  (The SDMA engine's.)
  */
 void *emu_mem_gpu_va(uint64_t va, uint64_t *avail, bool *user)
 {
-	for (uint32_t i = 1; i < EMU_MAX_BOS; i++) {
-		struct emu_bo *b = &emu_bos[i];
-		if (!b->used || va < b->va || va - b->va >= b->size)
-			continue;
-		uint64_t off = va - b->va;
-		*avail = b->size - off;
-		*user = b->userptr != 0;
-		if (b->userptr)
-			return (void *)(uintptr_t)(b->userptr + off);
-		char *base = emu_bo_alias(b);
-		return base ? base + off : NULL;
+	struct emu_bo *b = emu_bo_at(va);
+	if (!b)
+		return NULL;
+	uint64_t off = va - b->va;
+	*avail = b->size - off;
+	*user = b->userptr != 0;
+	if (b->userptr)
+		return (void *)(uintptr_t)(b->userptr + off);
+	char *base = emu_bo_alias(b);
+	return base ? base + off : NULL;
+}
+
+/*
+ * A GPU virtual address range as the CP reaches it (DISPATCH.md 5): the same
+ * lookup for a whole range.  NULL, with the failure counted, when the range
+ * is in no BO the process allocated or registered, or straddles a BO's end:
+ * the GPU would fault there.  *vram (may be NULL) says whether the BO is
+ * VRAM.  Under emu_p.lock.
+ */
+void *emu_mem_gpu_ptr(uint64_t va, uint64_t len, bool *vram)
+{
+	uint64_t avail = 0;
+	bool user = false;
+	void *p = emu_mem_gpu_va(va, &avail, &user);
+	if (!p || len > avail) {
+		emu_mem_gpu_faults++;
+		return NULL;
 	}
-	return NULL;
+	if (vram)
+		*vram = (emu_bo_at(va)->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) != 0;
+	return p;
 }
 
 static void *emu_map_fd(void *addr, size_t len, int prot, int flags, int fd)

@@ -16,6 +16,7 @@
  * later step can move it to shared memory keyed by gpu_id).
  */
 #include "emu/common/readback.h"
+#include "emu/shim/dispatch.h"
 #include "emu/shim/gpu_state.h"
 #include "emu/shim/sdma.h"
 #include "emu/shim/shim.h"
@@ -45,6 +46,7 @@ struct emu_queue {
 	uint64_t sdma_busy_until_ns; /* SDMA: sdma.h emu_sdma_q.busy_until_ns */
 	uint64_t executed, errors, err_index;
 	char err[EMU_Q_ERRLEN];
+	struct emu_kslot kernel; /* the KERNEL_DISPATCH in flight (dispatch.h) */
 };
 
 struct emu_cp_state {
@@ -52,6 +54,7 @@ struct emu_cp_state {
 	uint32_t live;                  /* queues of this GPU */
 	uint64_t executed, errors, wakeups;
 	uint64_t run;                   /* packets since this CP thread started (SPMTAP_EMU_CP_HANG) */
+	uint64_t due_raw;               /* earliest end (CLOCK_MONOTONIC_RAW) of a kernel running on this pass */
 	pthread_cond_t kick;
 	bool kicked;
 };
@@ -278,13 +281,14 @@ static int64_t emu_sig_value(uint64_t h)
 	return __atomic_load_n(&((struct emu_signal *)(uintptr_t)h)->value, __ATOMIC_ACQUIRE);
 }
 
-static void emu_sig_complete(uint64_t h, uint64_t start_ts)
+/* end_ts 0: now (a packet that took no modelled time). */
+static void emu_sig_complete(uint64_t h, uint64_t start_ts, uint64_t end_ts)
 {
 	if (!h)
 		return;
 	struct emu_signal *s = (struct emu_signal *)(uintptr_t)h;
 	s->start_ts = start_ts;
-	s->end_ts = emu_clock_ticks(emu_clock_raw_ns());
+	s->end_ts = end_ts ? end_ts : emu_clock_ticks(emu_clock_raw_ns());
 	__atomic_fetch_sub(&s->value, 1, __ATOMIC_ACQ_REL);
 	if (s->event_mailbox_ptr) {
 		/* The end-of-pipe write of event_id into the mailbox slot, then the interrupt. */
@@ -316,9 +320,12 @@ static const char *emu_aql_name(uint32_t t)
 	}
 }
 
-/* 1 executed, 0 must wait (a barrier), -1 cannot execute (already reported). */
+/*
+ * 1 executed, 0 must wait (a barrier, a kernel still running), -1 cannot execute (already reported).
+ * start and end: the completion signal's ticks, when the packet took modelled time.
+ */
 static int emu_aql_exec(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_state *c, const uint8_t *pkt,
-			uint16_t hdr, uint64_t idx)
+			uint16_t hdr, uint64_t idx, uint64_t *start, uint64_t *end)
 {
 	uint32_t type = hdr & 0xFF;
 	char msg[EMU_Q_ERRLEN];
@@ -352,6 +359,14 @@ static int emu_aql_exec(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_st
 			return -1;
 		}
 		return 1;
+	}
+	case AQL_KERNEL: {
+		int rc = emu_dispatch_step(g, q->id, &q->kernel, pkt, idx, start, end, msg, sizeof(msg));
+		if (rc < 0)
+			emu_q_error(q, c, idx, msg);
+		if (rc == 0 && q->kernel.end_raw < c->due_raw)
+			c->due_raw = q->kernel.end_raw; /* the CP wakes for it, whatever its idle pace */
+		return rc;
 	}
 	default:
 		snprintf(msg, sizeof(msg), "%s packet (type %u): not executed by the emulated CP", emu_aql_name(type), type);
@@ -407,8 +422,8 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		uint16_t hdr = __atomic_load_n((uint16_t *)pkt, __ATOMIC_ACQUIRE);
 		if ((hdr & 0xFF) == AQL_INVALID)
 			break; /* not published yet */
-		uint64_t start = emu_clock_ticks(emu_clock_raw_ns());
-		int rc = emu_aql_exec(g, q, c, pkt, hdr, rd);
+		uint64_t start = emu_clock_ticks(emu_clock_raw_ns()), end = 0;
+		int rc = emu_aql_exec(g, q, c, pkt, hdr, rd, &start, &end);
 		if (rc < 0)
 			return work + 1;
 		if (rc == 0) {
@@ -421,7 +436,7 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 		__atomic_store_n((uint16_t *)pkt, (uint16_t)AQL_INVALID, __ATOMIC_RELEASE);
 		rd++;
 		__atomic_store_n(rptr, rd, __ATOMIC_RELEASE);
-		emu_sig_complete(sig, start);
+		emu_sig_complete(sig, start, end);
 		q->executed++;
 		c->executed++;
 		c->run++;
@@ -458,6 +473,7 @@ static void *emu_cp_main(void *arg)
 		uint64_t *db = emu_doorbells(g, NULL);
 		int work = 0;
 		bool blocked = false;
+		c->due_raw = UINT64_MAX;
 		for (uint32_t i = 0; db && emu_q && i < EMU_MAX_QUEUES; i++)
 			if (emu_q[i].used && emu_q[i].gpu_id == g->gpu_id)
 				work += emu_q_service(g, &emu_q[i], c, db, &blocked);
@@ -476,6 +492,12 @@ static void *emu_cp_main(void *arg)
 				wait = emu_poll_idle_ns;
 		}
 		(void)blocked; /* a waiting barrier is retried at the next poll, at the same adaptive pace */
+		if (c->due_raw != UINT64_MAX) {
+			uint64_t raw = emu_clock_raw_ns();
+			uint64_t left = c->due_raw > raw ? c->due_raw - raw : 0;
+			if (left < wait)
+				wait = left;
+		}
 		struct timespec dl;
 		clock_gettime(CLOCK_MONOTONIC, &dl);
 		uint64_t t = (uint64_t)dl.tv_sec * 1000000000ull + (uint64_t)dl.tv_nsec + wait;

@@ -137,6 +137,9 @@ void *emu_mem_cpu(uint64_t handle, uint64_t *size);
 /* The engines' view of GPU VA va (a BO alias, or *user: the user's memory); NULL when no BO holds it. */
 void *emu_mem_gpu_va(uint64_t va, uint64_t *avail, bool *user);
 void *emu_mem_mmap(int kind, void *addr, size_t len, int prot, int flags, uint64_t off);
+/* The CP's view of GPU VA [va, va+len): NULL where the GPU would fault.  Under emu_p.lock. */
+void *emu_mem_gpu_ptr(uint64_t va, uint64_t len, bool *vram);
+extern uint64_t emu_mem_gpu_faults;
 void emu_mem_teardown(void);
 void emu_mem_after_fork(void);
 /* The GPU's doorbell page as the CP sees it (made on first use); NULL when out of memory.  Under emu_p.lock. */

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+// Kernels for hsa_dispatch.c (examples/hsa/README.md).  Built without device libraries
+// (-nogpulib), so work-item ids come from clang's builtins, not get_global_id.
+__kernel void add1(__global int *p)
+{
+	unsigned i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() +
+		     __builtin_amdgcn_workitem_id_x();
+	p[i] += 1;
+}
+
+__kernel void scale(__global float *p, float f)
+{
+	unsigned i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() +
+		     __builtin_amdgcn_workitem_id_x();
+	p[i] *= f;
+}
+
+__kernel void nop(void)
+{
+}
