@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/lib/rawfile.h"
 #include "files.h"
+#include "raw_end.h"
 #include "proc.h"
 #include "testenv.h"
 
@@ -188,17 +188,7 @@ static void test_raw_line(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "decode "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "raw "));
 	/* The container's end record carries the same cost object (docs/raw-format.md). */
-	struct rawfile_reader *r;
-	char e[256];
-	CU_ASSERT_EQUAL_FATAL(rawfile_open(&r, raw, e, sizeof(e)), 0);
-	struct rawfile_record rr;
-	json_t *end = NULL;
-	while (rawfile_next(r, &rr, e, sizeof(e)) == 1)
-		if (rr.type == RAWFILE_END) {
-			json_decref(end);
-			end = json_loadb(rr.data, rr.length, 0, NULL);
-		}
-	rawfile_close(r);
+	json_t *end = raw_end_json(raw);
 	json_t *c = json_object_get(end, "cost");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_PTR_NOT_NULL(stage(c, "writer:raw"));

@@ -29,12 +29,12 @@
 #include "collector/lib/decode_thread.h"
 #include "collector/lib/feeder.h"
 #include "collector/lib/prime.h"
-#include "collector/lib/rawfile.h"
 #include "collector/lib/write_csv.h"
 #include "decoder/layout.h"
 #include "lib/csv_truth.h"
 #include "lib/files.h"
 #include "lib/proc.h"
+#include "lib/raw_end.h"
 #include "lib/spm_truth.h"
 #include "lib/testenv.h"
 #include "spm/catalog.h"
@@ -337,17 +337,7 @@ static void test_planner_errors(void)
 /* Sums over XCCs of the raw container's end record: lost_samples, lost_at_end_samples, after_end_gap_samples. */
 static void raw_end_lost(const char *raw, uint64_t *win, uint64_t *at_end, uint64_t *after_gap)
 {
-	struct rawfile_reader *r;
-	char e[256];
-	CU_ASSERT_EQUAL_FATAL(rawfile_open(&r, raw, e, sizeof(e)), 0);
-	struct rawfile_record rr;
-	json_t *end = NULL;
-	while (rawfile_next(r, &rr, e, sizeof(e)) == 1)
-		if (rr.type == RAWFILE_END) {
-			json_decref(end);
-			end = json_loadb(rr.data, rr.length, 0, NULL);
-		}
-	rawfile_close(r);
+	json_t *end = raw_end_json(raw);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(end);
 	size_t k;
 	json_t *x;
