@@ -57,6 +57,11 @@ TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/obj/%.o)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(B)/tests/helpers/%)
+# What the libhsakmt helpers share (tests/helpers/lib): linked into helpers only, which link -lhsakmt.
+HELPERLIB_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard tests/helpers/lib/*.c))
+# Named here so that make knows the objects are to be built: otherwise, in a fresh build, the
+# suites' pattern rule $(B)/tests/% (whose prerequisites all exist) wins over the helpers' one.
+$(HELPER_BIN): $(HELPERLIB_OBJ)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BIN := $(BENCH_SRC:tests/bench/%.c=$(B)/bench/%)
 
@@ -172,9 +177,9 @@ $(B)/bench/%: tests/bench/%.c $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) $(LIBS) $(CAIRO_LIBS)
 
-$(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
+$(B)/tests/helpers/%: tests/helpers/%.c $(TESTLIB_OBJ) $(HELPERLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS) $(CAIRO_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/lib -Itests/helpers/lib -MMD -MP -MF $@.d -o $@ $< $(TESTLIB_OBJ) $(HELPERLIB_OBJ) $(ANA_A) $(LIB_A) $(EMU_A) $(LDFLAGS) -lcunit -lhsakmt $(LIBS) $(CAIRO_LIBS)
 
 # Test doubles of vendor libraries: libamd_smi in its 6.x and 7.x symbol and
 # struct variants, so the fallback binding in collector/lib/smi_amdsmi.c runs.

@@ -29,6 +29,8 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#include "kmt.h"
 #include <unistd.h>
 
 #include "emu/common/readback.h"
@@ -64,28 +66,6 @@ struct q {
 static uint32_t gpu_id, node;
 static int kfd = -1;
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void *host_alloc(size_t size)
-{
-	HsaMemFlags f = { 0 };
-	void *p = NULL;
-	uint64_t va = 0;
-	f.ui32.HostAccess = 1;
-	f.ui32.ExecuteAccess = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	f.ui32.NoNUMABind = 1;
-	if (hsaKmtAllocMemory(0, size, f, &p) || hsaKmtMapMemoryToGPU(p, size, &va))
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
-
 static uint32_t rbq(uint32_t what, uint32_t addr, uint32_t xcc, uint32_t inst)
 {
 	struct emu_readback_args a = { gpu_id, xcc, what, addr, 0, inst, 0xDEADBEEF, 0 };
@@ -103,7 +83,7 @@ static uint32_t kfd_qid(const struct q *q)
 static int make_queue(struct q *q, uint8_t *ctl)
 {
 	q->npkts = 64;
-	q->ring = host_alloc(64 * 64);
+	q->ring = kmt_host_alloc(64 * 64);
 	if (!q->ring)
 		return -1;
 	for (uint32_t i = 0; i < q->npkts; i++)
@@ -153,10 +133,10 @@ static void pm4ib_body(uint8_t *b, const uint32_t *ib, uint32_t ndw, struct sig 
 
 static int wait_zero(struct sig *s, double secs)
 {
-	double t0 = now_s();
+	double t0 = kmt_now_s();
 	/* Acquire: what the CP wrote before completing (a blit's bytes) is then visible (and TSan sees it). */
 	while (__atomic_load_n(&s->value, __ATOMIC_ACQUIRE) != 0)
-		if (now_s() - t0 > secs)
+		if (kmt_now_s() - t0 > secs)
 			return -1;
 	return 0;
 }
@@ -179,7 +159,7 @@ static void kernel_body(uint8_t *b, uint64_t kobj, uint32_t items, struct sig *s
 
 static int basic(void)
 {
-	uint8_t *ctl = host_alloc(8192);
+	uint8_t *ctl = kmt_host_alloc(8192);
 	struct q q;
 	CHECK(ctl && make_queue(&q, ctl) == 0, "hsaKmtCreateQueue on node %u (doorbell %p)", node,
 	      (void *)q.doorbell);
@@ -236,7 +216,7 @@ static int basic(void)
 
 static int bad(void)
 {
-	uint8_t *ctl = host_alloc(8192), *ctl2 = host_alloc(8192);
+	uint8_t *ctl = kmt_host_alloc(8192), *ctl2 = kmt_host_alloc(8192);
 	struct q q, q2;
 	CHECK(ctl && ctl2 && make_queue(&q, ctl) == 0 && make_queue(&q2, ctl2) == 0, "two queues");
 	if (failures)
@@ -270,7 +250,7 @@ static int bad(void)
 		      strstr(e.err, "not a kernel descriptor"),
 	      "error names the kernel: [%s]", e.err);
 	/* A reserved packet type is refused by its number. */
-	uint8_t *ctl3 = host_alloc(8192);
+	uint8_t *ctl3 = kmt_host_alloc(8192);
 	struct q q3;
 	CHECK(ctl3 && make_queue(&q3, ctl3) == 0, "third queue");
 	if (failures)
@@ -298,7 +278,7 @@ static int bad(void)
  */
 static int kernel(uint64_t model_ns)
 {
-	uint8_t *ctl = host_alloc(8192), *ctl2 = host_alloc(8192);
+	uint8_t *ctl = kmt_host_alloc(8192), *ctl2 = kmt_host_alloc(8192);
 	struct q qa, qb;
 	CHECK(ctl && ctl2 && make_queue(&qa, ctl) == 0 && make_queue(&qb, ctl2) == 0, "two queues");
 	if (failures)
@@ -351,7 +331,7 @@ static int blit_run(struct q *q, struct sig *s, uint8_t *kd, uint8_t *kernarg, u
 
 static int blit(void)
 {
-	uint8_t *ctl = host_alloc(8192), *mem = host_alloc(65536);
+	uint8_t *ctl = kmt_host_alloc(8192), *mem = kmt_host_alloc(65536);
 	struct q q;
 	CHECK(ctl && mem && make_queue(&q, ctl) == 0, "queue");
 	if (failures)
@@ -404,7 +384,7 @@ static int blit(void)
 		      strstr(e.err, "0x1000"),
 	      "error names the blit: [%s]", e.err);
 	/* A legacy header that none of ROCr 5.2's blits matches is refused by name. */
-	uint8_t *ctl2 = host_alloc(8192);
+	uint8_t *ctl2 = kmt_host_alloc(8192);
 	struct q q2;
 	CHECK(ctl2 && make_queue(&q2, ctl2) == 0, "second queue");
 	if (failures)
@@ -443,31 +423,8 @@ int main(int argc, char **argv)
 	gpu_id = (uint32_t)strtoul(argv[1], NULL, 0);
 	const char *mode = argv[2];
 	long arg = argc > 3 ? strtol(argv[3], NULL, 0) : 0;
-	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {
-		printf("FAIL: hsaKmtOpenKFD\n");
+	if (kmt_open(gpu_id, &kfd, &node))
 		return 1;
-	}
-	kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
-	HsaSystemProperties sp;
-	int found = 0;
-	if (hsaKmtAcquireSystemProperties(&sp) == HSAKMT_STATUS_SUCCESS)
-		for (uint32_t n = 0; n < sp.NumNodes && !found; n++) {
-			char path[128];
-			snprintf(path, sizeof(path), "/sys/devices/virtual/kfd/kfd/topology/nodes/%u/gpu_id", n);
-			FILE *f = fopen(path, "r");
-			uint32_t id = 0;
-			if (f) {
-				if (fscanf(f, "%u", &id) == 1 && id == gpu_id) {
-					node = n;
-					found = 1;
-				}
-				fclose(f);
-			}
-		}
-	if (!found || kfd < 0) {
-		printf("FAIL: no node with gpu_id 0x%x\n", gpu_id);
-		return 1;
-	}
 	int rc;
 	if (!strcmp(mode, "basic")) {
 		rc = basic();
@@ -479,7 +436,7 @@ int main(int argc, char **argv)
 		rc = kernel(strtoull(getenv("SPMTAP_EMU_KERNEL_BASE_NS") ? getenv("SPMTAP_EMU_KERNEL_BASE_NS") : "5000",
 				     NULL, 10));
 	} else {
-		uint8_t *ctl = host_alloc(8192);
+		uint8_t *ctl = kmt_host_alloc(8192);
 		struct q q;
 		if (!ctl || make_queue(&q, ctl)) {
 			printf("FAIL: queue\n");
@@ -507,11 +464,11 @@ int main(int argc, char **argv)
 			round_trip(&q, s);
 			usleep(200000); /* past the fast-poll window */
 			struct rusage r0, r1;
-			double t0 = now_s();
+			double t0 = kmt_now_s();
 			getrusage(RUSAGE_SELF, &r0);
 			usleep((useconds_t)arg * 1000);
 			getrusage(RUSAGE_SELF, &r1);
-			double wall = now_s() - t0;
+			double wall = kmt_now_s() - t0;
 			double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
 				     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
 				     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
@@ -522,12 +479,12 @@ int main(int argc, char **argv)
 			long nrt = arg > 0 ? arg : 256;
 			double *lat = calloc((size_t)nrt, sizeof(double));
 			for (long i = 0; i < nrt && lat; i++) {
-				double t0 = now_s();
+				double t0 = kmt_now_s();
 				if (round_trip(&q, s)) {
 					printf("FAIL: round trip %ld\n", i);
 					return 1;
 				}
-				lat[i] = (now_s() - t0) * 1e6;
+				lat[i] = (kmt_now_s() - t0) * 1e6;
 			}
 			qsort(lat, (size_t)nrt, sizeof(double), cmp_d);
 			printf("p50_us %.1f p99_us %.1f\n", lat[nrt / 2], lat[(nrt * 99) / 100]);

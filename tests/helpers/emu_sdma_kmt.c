@@ -26,6 +26,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
+
+#include "kmt.h"
 #include <unistd.h>
 
 #include "emu/common/readback.h"
@@ -64,28 +66,6 @@ struct sq {
 static uint32_t gpu_id, node;
 static int kfd = -1;
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void *host_alloc(size_t size)
-{
-	HsaMemFlags f = { 0 };
-	void *p = NULL;
-	uint64_t va = 0;
-	f.ui32.HostAccess = 1;
-	f.ui32.ExecuteAccess = 1;
-	f.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-	f.ui32.NoNUMABind = 1;
-	if (hsaKmtAllocMemory(0, size, f, &p) || hsaKmtMapMemoryToGPU(p, size, &va))
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
-
 /* VRAM the CPU cannot touch (its mapping is PROT_NONE): only the SDMA engine reaches it. */
 static void *vram_alloc(size_t size)
 {
@@ -103,7 +83,7 @@ static void *vram_alloc(size_t size)
 static int make_sq(struct sq *q, uint64_t size)
 {
 	q->size = size;
-	q->ring = host_alloc(size);
+	q->ring = kmt_host_alloc(size);
 	if (!q->ring)
 		return -1;
 	memset(&q->qr, 0, sizeof(q->qr));
@@ -208,9 +188,9 @@ static void trap_pkt(struct sq *q, uint32_t event_id)
 
 static int wait_u32(volatile uint32_t *v, uint32_t want, double secs)
 {
-	double t0 = now_s();
+	double t0 = kmt_now_s();
 	while (__atomic_load_n(v, __ATOMIC_ACQUIRE) != want)
-		if (now_s() - t0 > secs)
+		if (kmt_now_s() - t0 > secs)
 			return -1;
 	return 0;
 }
@@ -257,7 +237,7 @@ static void round_trip(struct sq *q, struct sig *s, HsaEvent *ev, uint8_t *h_src
 	/* Command 2: VRAM -> host, completion by FENCE (ROCr's no-atomics path). */
 	static volatile uint32_t *done;
 	if (!done)
-		done = host_alloc(4096);
+		done = kmt_host_alloc(4096);
 	*done = 0;
 	unsigned k2 = copy_cmd(q, h_dst + doff, v + voff, n);
 	fence_pkt(q, done, 0x2015);
@@ -297,8 +277,8 @@ static int copy_mode(void)
 		return 1;
 	const uint64_t big = 3ull * MAX_COPY + 12345; /* 4 packets, the last one odd-sized */
 	const uint64_t bufsz = (big + 8191) & ~4095ull; /* libhsakmt wants whole pages */
-	uint8_t *hs = host_alloc(bufsz), *hd = host_alloc(bufsz), *v = vram_alloc(bufsz);
-	struct sig *s = host_alloc(4096);
+	uint8_t *hs = kmt_host_alloc(bufsz), *hd = kmt_host_alloc(bufsz), *v = vram_alloc(bufsz);
+	struct sig *s = kmt_host_alloc(4096);
 	CHECK(hs && hd && v && s, "buffers: host %p %p, VRAM %p", (void *)hs, (void *)hd, (void *)v);
 	if (failures)
 		return 1;
@@ -316,8 +296,8 @@ static int fill_mode(void)
 	struct sq q;
 	CHECK(make_sq(&q, 1 << 16) == 0, "SDMA queue");
 	uint64_t n = 3ull << 20; /* 3 MiB: ROCr's fill limit is 0x3fffe0 per packet; one packet here */
-	uint32_t *v = vram_alloc(n), *h = host_alloc(n + 4096);
-	volatile uint32_t *done = host_alloc(4096);
+	uint32_t *v = vram_alloc(n), *h = kmt_host_alloc(n + 4096);
+	volatile uint32_t *done = kmt_host_alloc(4096);
 	CHECK(v && h && done, "buffers");
 	if (failures)
 		return 1;
@@ -341,7 +321,7 @@ static int poll_mode(void)
 {
 	struct sq q;
 	CHECK(make_sq(&q, 1 << 16) == 0, "SDMA queue");
-	volatile uint32_t *m = host_alloc(4096);
+	volatile uint32_t *m = kmt_host_alloc(4096);
 	if (failures || !m)
 		return 1;
 	m[0] = 1; /* the gate: the poll waits for 0 */
@@ -363,8 +343,8 @@ static int busy_mode(void)
 	struct sq q1, q2;
 	CHECK(make_sq(&q1, 1 << 16) == 0 && make_sq(&q2, 1 << 16) == 0, "two SDMA queues");
 	const uint64_t n = 3ull << 20; /* one packet */
-	uint8_t *a = host_alloc(n), *v = vram_alloc(n);
-	volatile uint32_t *m = host_alloc(4096);
+	uint8_t *a = kmt_host_alloc(n), *v = vram_alloc(n);
+	volatile uint32_t *m = kmt_host_alloc(4096);
 	if (failures || !a || !v || !m)
 		return 1;
 	copy_cmd(&q1, v, a, n);
@@ -385,8 +365,8 @@ static int wrap_mode(void)
 {
 	struct sq q;
 	CHECK(make_sq(&q, 4096) == 0, "SDMA queue with a 4 KiB ring");
-	uint8_t *a = host_alloc(4096), *b = host_alloc(4096);
-	volatile uint32_t *done = host_alloc(4096);
+	uint8_t *a = kmt_host_alloc(4096), *b = kmt_host_alloc(4096);
+	volatile uint32_t *done = kmt_host_alloc(4096);
 	if (failures || !a || !b || !done)
 		return 1;
 	int ok = 1;
@@ -407,7 +387,7 @@ static int bad_mode(void)
 {
 	struct sq q;
 	CHECK(make_sq(&q, 1 << 16) == 0, "SDMA queue");
-	volatile uint32_t *m = host_alloc(4096);
+	volatile uint32_t *m = kmt_host_alloc(4096);
 	if (failures || !m)
 		return 1;
 	fence_pkt(&q, &m[0], 1);
@@ -426,7 +406,7 @@ static int bad_mode(void)
 	/* A copy from a GPU VA that no BO holds: a page fault, not a copy of whatever is there. */
 	struct sq q2;
 	CHECK(make_sq(&q2, 1 << 16) == 0, "second SDMA queue");
-	uint8_t *dst = host_alloc(4096);
+	uint8_t *dst = kmt_host_alloc(4096);
 	memset(dst, 0x5A, 64);
 	copy_pkt(&q2, (uint64_t)(uintptr_t)dst, 0x10000, 64);
 	fence_pkt(&q2, &m[2], 3);
@@ -451,31 +431,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	gpu_id = (uint32_t)strtoul(argv[1], NULL, 0);
 	const char *mode = argv[2];
-	if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {
-		printf("FAIL: hsaKmtOpenKFD\n");
+	if (kmt_open(gpu_id, &kfd, &node))
 		return 1;
-	}
-	kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
-	HsaSystemProperties sp;
-	int found = 0;
-	if (hsaKmtAcquireSystemProperties(&sp) == HSAKMT_STATUS_SUCCESS)
-		for (uint32_t n = 0; n < sp.NumNodes && !found; n++) {
-			char path[128];
-			snprintf(path, sizeof(path), "/sys/devices/virtual/kfd/kfd/topology/nodes/%u/gpu_id", n);
-			FILE *f = fopen(path, "r");
-			uint32_t id = 0;
-			if (f) {
-				if (fscanf(f, "%u", &id) == 1 && id == gpu_id) {
-					node = n;
-					found = 1;
-				}
-				fclose(f);
-			}
-		}
-	if (!found || kfd < 0) {
-		printf("FAIL: no node with gpu_id 0x%x\n", gpu_id);
-		return 1;
-	}
 	int rc = 2;
 	if (!strcmp(mode, "copy"))
 		rc = copy_mode();
