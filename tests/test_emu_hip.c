@@ -14,7 +14,8 @@
  *    0x3fffe0 bytes;
  *  - the truth has the example's 2 kernels x 4 sizes, by their mangled names,
  *    with the launched grid, each taking time, on the GPU asked for;
- *  - under record, the recording has samples.
+ *  - under record, the recording has samples;
+ *  - on an MI300A (gfx942) Debian's ROCr 5.2.3 makes no agent: HIP finds no device.
  * The suite's cases are skipped with the reason when hipcc is absent.
  */
 #include <limits.h>
@@ -248,10 +249,37 @@ static void test_record_mi250x(void)
 	hip_example(1, true);
 }
 
+/*
+ * gfx942 with Debian's ROCr 5.2.3 (docs/emulator.md "HIP applications"): ROCr makes no agent for the
+ * MI300A, so HIP sees no device, and says so.  `spmtap list` tells the user beforehand (test_cli
+ * list_gfx942_apps).  Its own emulated session, outside this suite's MI210/MI250X one.
+ */
+static void test_mi300a_no_agent(void)
+{
+	char cmd[4 * PATH_MAX], log[PATH_MAX];
+	snprintf(log, sizeof(log), "%s", testenv_path(testenv_tmpdir(), "mi300a.out"));
+	snprintf(cmd, sizeof(cmd),
+		 "env -u LD_PRELOAD -u SPMTAP_EMU_ACTIVE -u SPMTAP_EMULATE -u HSA_ENABLE_SDMA "
+		 "SPMTAP_EMU_STATE_DIR='%s' '%s/spmtap' emulate mi300a -- '%s' >'%s' 2>&1",
+		 testenv_path(testenv_tmpdir(), "st300"), testenv_build_dir(), hip_exe, log);
+	int st = system(cmd);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	char out[8192] = "";
+	FILE *f = fopen(log, "r");
+	size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+	out[n] = 0;
+	if (f)
+		fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Agent creation failed")); /* ROCr's own words */
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "FAIL: hipGetDeviceCount: hipErrorNoDevice, 0 devices"));
+	CU_ASSERT_PTR_NULL(strstr(out, "size 4096"));
+}
+
 static const struct testenv_case cases[] = {
 	{ "direct_mi210", test_direct_mi210, need_hip_example },
 	{ "record_mi210", test_record_mi210, need_hip_example },
 	{ "record_mi250x", test_record_mi250x, need_hip_example },
+	{ "mi300a_no_agent", test_mi300a_no_agent, need_hip_example },
 	{ NULL, NULL, NULL },
 };
 
