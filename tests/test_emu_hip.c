@@ -15,6 +15,7 @@
  *  - the truth has the example's 2 kernels x 4 sizes, by their mangled names,
  *    with the launched grid, each taking time, on the GPU asked for;
  *  - under record, the recording has samples;
+ *  - blit_mi210: with HSA_ENABLE_SDMA=0 the same round trips hold and ROCr's blit kernels, not SDMA, copy;
  *  - on an MI300A (gfx942) Debian's ROCr 5.2.3 makes no agent: HIP finds no device.
  * The suite's cases are skipped with the reason when hipcc is absent.
  */
@@ -131,6 +132,7 @@ struct seen {
 	int split;              /* packets of exactly SDMA_SPLIT bytes */
 	int oversize;           /* packets over SDMA_SPLIT */
 	int fill, add;          /* the example's dispatches */
+	int sdma, blits;        /* SDMA lines; ROCr blit-kernel copies (kind blit_copy) */
 	int bad_dispatch;       /* one of them on another GPU, with another grid or taking no time */
 };
 
@@ -148,6 +150,7 @@ static void read_truth(unsigned int gpu_id, struct seen *s)
 		    jget_str(line, "op", op, sizeof(op))) {
 			if (gid != gpu_id)
 				continue; /* the recorder's GPUs are not the app's */
+			s->sdma++;
 			if (strcmp(op, "COPY_LINEAR")) {
 				run_bytes[q] = 0; /* a copy's end: ROCr's fence/atomic/trap follow it */
 				continue;
@@ -158,6 +161,8 @@ static void read_truth(unsigned int gpu_id, struct seen *s)
 			run_bytes[q] += bytes;
 			for (int i = 0; i < NSIZES; i++)
 				s->copies[i] += run_bytes[q] == sizes[i];
+		} else if (strstr(line, "\"engine\":\"cp\"") && strstr(line, "\"kind\":\"blit_copy\"")) {
+			s->blits += gid == gpu_id;
 		} else if (strstr(line, "\"engine\":\"cp\"") && jget_str(line, "name", name, sizeof(name))) {
 			bool fill = !strcmp(name, "_Z10fill_indexPjm"), add = !strcmp(name, "_Z7add_onePjm");
 			if (!fill && !add)
@@ -177,10 +182,11 @@ static void read_truth(unsigned int gpu_id, struct seen *s)
 }
 
 /*
- * Runs examples/hip on GPU gi (ROCr's GPU index = the spec's node order) with HSA_ENABLE_SDMA unset,
- * directly or under `spmtap record --spm SQ_WAVES` on the same GPU, and checks it against the truth.
+ * Runs examples/hip on GPU gi (ROCr's GPU index = the spec's node order) with HSA_ENABLE_SDMA unset
+ * (or, !sdma, HSA_ENABLE_SDMA=0: ROCr's blit kernels copy), directly or under
+ * `spmtap record --spm SQ_WAVES` on the same GPU, and checks it against the truth.
  */
-static void hip_example(int gi, bool record)
+static void hip_example(int gi, bool record, bool sdma)
 {
 	char spmtap[PATH_MAX + 32], dev[32], dir[PATH_MAX], vis[32];
 	static char out[65536];
@@ -190,6 +196,12 @@ static void hip_example(int gi, bool record)
 	snprintf(vis, sizeof(vis), "ROCR_VISIBLE_DEVICES=%d", gi);
 	/* ROCR_VISIBLE_DEVICES and no HSA_ENABLE_SDMA for the app only: the recorder's ROCr sees every GPU. */
 	char *direct[] = { "/usr/bin/env", "-u", "HSA_ENABLE_SDMA", vis, hip_exe, NULL };
+	if (!sdma) {
+		direct[1] = "HSA_ENABLE_SDMA=0";
+		direct[2] = vis;
+		direct[3] = hip_exe;
+		direct[4] = NULL;
+	}
 	char *rec[] = { spmtap, "record", "--spm", "SQ_WAVES", "--device", dev, "-d", dir, "-o", "r", "--",
 			"/usr/bin/env", "-u", "HSA_ENABLE_SDMA", vis, hip_exe, NULL };
 	unlink(truth);
@@ -206,6 +218,18 @@ static void hip_example(int gi, bool record)
 
 	struct seen s;
 	read_truth(G[gi].gpu_id, &s);
+	/* The CP: both kernels once per size, on this GPU, with the launched grid, taking time. */
+	CU_ASSERT_EQUAL(s.fill, NSIZES);
+	CU_ASSERT_EQUAL(s.add, NSIZES);
+	CU_ASSERT_EQUAL(s.bad_dispatch, 0);
+	if (!sdma) {
+		/* No SDMA at all: every copy but the CPU's first 4 KiB one is a ROCr blit kernel (+ code upload). */
+		CU_ASSERT_EQUAL(s.sdma, 0);
+		CU_ASSERT(s.blits >= 2 * NSIZES - 1 + 1);
+		fprintf(stderr, "  [%s: %d blit copies, %d+%d dispatches]\n", G[gi].profile->name, s.blits, s.fill,
+			s.add);
+		return;
+	}
 	/*
 	 * SDMA: both directions of every size went through COPY_LINEAR packets, split at 0x3fffe0.  The
 	 * first 4096-byte host-to-device copy is the exception HIP makes: ROCclr writes small copies to
@@ -215,10 +239,6 @@ static void hip_example(int gi, bool record)
 		CU_ASSERT(s.copies[i] >= (sizes[i] == 4096 ? 1 : 2));
 	CU_ASSERT(s.split >= 2 * (2 + 3)); /* 8 MiB: 2 full packets, 12,595,161: 3, each way */
 	CU_ASSERT_EQUAL(s.oversize, 0);
-	/* CP: both kernels once per size, on this GPU, with the launched grid, taking time. */
-	CU_ASSERT_EQUAL(s.fill, NSIZES);
-	CU_ASSERT_EQUAL(s.add, NSIZES);
-	CU_ASSERT_EQUAL(s.bad_dispatch, 0);
 	fprintf(stderr, "  [%s: copies %d/%d/%d/%d, %d split packets, %d+%d dispatches]\n", G[gi].profile->name,
 		s.copies[0], s.copies[1], s.copies[2], s.copies[3], s.split, s.fill, s.add);
 	if (record) {
@@ -236,17 +256,22 @@ static void hip_example(int gi, bool record)
 
 static void test_direct_mi210(void)
 {
-	hip_example(0, false);
+	hip_example(0, false, true);
+}
+
+static void test_blit_mi210(void)
+{
+	hip_example(0, false, false);
 }
 
 static void test_record_mi210(void)
 {
-	hip_example(0, true);
+	hip_example(0, true, true);
 }
 
 static void test_record_mi250x(void)
 {
-	hip_example(1, true);
+	hip_example(1, true, true);
 }
 
 /*
@@ -277,6 +302,7 @@ static void test_mi300a_no_agent(void)
 
 static const struct testenv_case cases[] = {
 	{ "direct_mi210", test_direct_mi210, need_hip_example },
+	{ "blit_mi210", test_blit_mi210, need_hip_example },
 	{ "record_mi210", test_record_mi210, need_hip_example },
 	{ "record_mi250x", test_record_mi250x, need_hip_example },
 	{ "mi300a_no_agent", test_mi300a_no_agent, need_hip_example },
