@@ -85,6 +85,34 @@ static void test_emulate_after_verb(void)
 	CU_ASSERT_EQUAL(spmtap("--emulate mi210 plan --spm SQ_WAVES"), 0);
 }
 
+/*
+ * `spmtap list` on an MI300A (gfx942) beside an MI210: where ROCr has no
+ * gfx942 agent (Debian's 5.2.3), the MI300A's rows say that apps' kernel
+ * dispatch needs ROCm >= 5.7 while the counters go through libhsakmt; the
+ * MI210, which ROCr knows, says nothing of the kind.
+ */
+static void test_list_gfx942_apps(void)
+{
+	int rc = spmtap("list --emulate mi300a,mi210");
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	const char *out = tf_peek(path("out"));
+	const char *g0 = strstr(out, "  GPU 0  rocr    "), *g1 = strstr(out, "  GPU 1  rocr    ");
+	CU_ASSERT_FATAL(g0 && g1 && g0 < g1);
+	const char *note = strstr(out, "kernel dispatch through ROCr (HIP and HSA apps) needs ROCm >= 5.7 on gfx942");
+	bool rocr_knows_942 = !strncmp(g0 + strlen("  GPU 0  rocr    "), "available", 9);
+	if (rocr_knows_942) {
+		CU_ASSERT_PTR_NULL(note); /* a ROCm >= 5.7 is installed: nothing to say */
+	} else {
+		CU_ASSERT_PTR_NOT_NULL(strstr(g0, "does not know gfx942"));
+		CU_ASSERT(note && note > g0 && note < g1); /* on the MI300A's rows */
+		CU_ASSERT_PTR_NOT_NULL(note ? strstr(note, "record --spm programs the counters without it") : NULL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(g0, "hsakmt  available"));
+	}
+	CU_ASSERT_PTR_NULL(strstr(g1, "needs ROCm >= 5.7")); /* not on the MI210's */
+	if (!note && !rocr_knows_942)
+		fprintf(stderr, "%s", out);
+}
+
 /* rocprofv3's -f names: pftrace is our Perfetto trace; the outputs are the ones it names. */
 static void test_formats_rocprof_names(void)
 {
@@ -289,6 +317,7 @@ int main(int argc, char **argv)
 	}
 	static const struct testenv_case cases[] = {
 		{ "emulate_after_verb", test_emulate_after_verb, need_emulator },
+		{ "list_gfx942_apps", test_list_gfx942_apps, need_emulator },
 		{ "formats_rocprof_names", test_formats_rocprof_names, need_emulator },
 		{ "formats_refused", test_formats_refused, NULL },
 		{ "d_is_directory", test_d_is_directory, need_emulator },

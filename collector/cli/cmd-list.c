@@ -168,6 +168,23 @@ static struct sub_line *probe_submitters(const struct cli_target *t)
 	return l;
 }
 
+/*
+ * gfx940-942 (MI300) where the installed ROCr has no agent (Debian's 5.2.3):
+ * the counters still go through libhsakmt, but an application's kernel
+ * dispatches and copies (HIP, HSA) need ROCr's agent, which ROCm >= 5.7 has.
+ * Said here so a user does not find out from a HIP app that sees no GPU.
+ */
+static void print_app_note(const struct spm_device *d, const struct sub_line *row, size_t ns, bool used)
+{
+	if (strncmp(d->gfx, "gfx94", 5))
+		return;
+	for (size_t k = 0; k < ns; k++)
+		if (spm_submitters()[k] == &spm_submitter_rocr && row[k].rc != 0)
+			printf("  %-6s %-7s kernel dispatch through ROCr (HIP and HSA apps) needs ROCm >= 5.7 on %s%s\n",
+			       "", "apps", d->gfx,
+			       used ? "; record --spm programs the counters without it" : "");
+}
+
 static void print_submitters(const struct cli_target *t, const struct sub_line *l)
 {
 	if (!l)
@@ -191,6 +208,7 @@ static void print_submitters(const struct cli_target *t, const struct sub_line *
 		}
 		if (!used)
 			printf("  %-6s %-7s record --spm cannot program counters on this GPU\n", "", "");
+		print_app_note(&t->devs[i], l + i * ns, ns, used);
 	}
 }
 
