@@ -64,6 +64,7 @@ struct emu_rlc_layout {
 	uint32_t G, S[EMU_MAX_SE], num_se, lines, sample_bytes;
 	uint32_t interval, sclk_mhz;
 	struct emu_workload wl;
+	bool wl_given;  /* $SPMTAP_EMU_WORKLOAD was set (not the default): kernels add to it, else they replace it */
 	bool truth_header_done;
 	bool struth, struth_checked; /* per process: $SPMTAP_EMU_SAMPLE_TRUTH asked for, read once */
 	/* Generation: false = the template ring, true = the reference per sample ($SPMTAP_EMU_SAMPLE_TEMPLATES=0). */
