@@ -37,6 +37,9 @@
 #define INTERVAL 65504u
 
 static struct emu_gpu_desc G[1];
+/* The earliest dispatch start on the GPU in this run (its kernel log lives as long as the suite's state). */
+static unsigned long long first_start = ~0ull;
+static bool wl_given; /* the case sets SPMTAP_EMU_WORKLOAD=idle; else the default background */
 static char dtruth[PATH_MAX], struth[PATH_MAX];
 
 /* ---- the dispatch truth ---------------------------------------------------------------------- */
@@ -80,6 +83,8 @@ static int read_dispatches(struct disp *d, int max)
 			CU_FAIL("dispatch truth line without start_ts/end_ts/kseq/level");
 			continue;
 		}
+		if (x->start < first_start)
+			first_start = x->start;
 		const char *nm = strstr(line, "\"name\":\"");
 		if (nm)
 			sscanf(nm + 8, "%31[^\"]", x->name);
@@ -158,6 +163,7 @@ static int run(char *const argv[], const char *const *env, const char *log)
 
 struct tally {
 	size_t checked, idle, edge;
+	size_t before; /* default background: samples before the GPU's first dispatch (level 1) */
 	size_t alone[3]; /* samples under exactly one add1, scale, nop */
 	size_t summed;   /* two dispatches, levels summing below 1 */
 	size_t capped;   /* two dispatches, levels summing above 1 */
@@ -193,6 +199,16 @@ static void check_sample(const struct truth *t, const struct st_sample *s, const
 			if (!newest || d[i].kseq > newest->kseq)
 				newest = &d[i];
 		}
+	}
+	/* The default background: constant:1 until the GPU's first dispatch, idle from then on. */
+	if (!wl_given && s->ticks + 1 >= first_start && s->ticks <= first_start + 1) {
+		y->edge++;
+		return;
+	}
+	bool full_bg = !wl_given && s->ticks < first_start;
+	if (full_bg) {
+		sum += 1;
+		y->before++;
 	}
 	y->checked++;
 	CU_ASSERT_EQUAL(!!(s->flags & ST_KERNEL), count > 0);
@@ -242,7 +258,9 @@ static void check_sample(const struct truth *t, const struct st_sample *s, const
 	if (!ok)
 		fprintf(stderr, "  sample ticks %llu: %u dispatches, level %.2f: values off the model\n",
 			(unsigned long long)s->ticks, count, a);
-	if (!count)
+	if (full_bg)
+		;
+	else if (!count)
 		y->idle++;
 	else if (count == 1 && kidx(one->name) >= 0)
 		y->alone[kidx(one->name)]++;
@@ -280,8 +298,8 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 	char *argv[] = { spmtap, "record", "--spm", "SQ_CYCLES,SQ_BUSY_CYCLES,SQ_WAVES", "--interval", iv, "-d", dir,
 			 "-o", "r", "--", exe, hsaco, th, per, NULL };
 	/* nop keeps the default level (0.5): the profile names only add1 and scale. */
-	const char *env[] = { kns, st, "SPMTAP_EMU_KERNEL_PROFILE=add1=0.3,scale.kd=0.6", "SPMTAP_EMU_WORKLOAD=idle",
-			      NULL };
+	const char *env[] = { kns, st, "SPMTAP_EMU_KERNEL_PROFILE=add1=0.3,scale.kd=0.6",
+			      wl_given ? "SPMTAP_EMU_WORKLOAD=idle" : NULL, NULL };
 	unlink(dtruth);
 	unlink(struth);
 	int rc = run(argv, env, log);
@@ -322,9 +340,9 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 		if (t.lay[t.s[i].layout].gpu_id == G[0].gpu_id)
 			check_sample(&t, &t.s[i], d, nd, y);
 	truth_free(&t);
-	fprintf(stderr, "  [%d dispatches; samples: %zu checked, %zu idle, alone add1/scale/nop %zu/%zu/%zu, "
+	fprintf(stderr, "  [%d dispatches; samples: %zu checked, %zu before any kernel, %zu idle, alone add1/scale/nop %zu/%zu/%zu, "
 			"two summed %zu, two capped %zu, %zu at an edge]\n",
-		nd, y->checked, y->idle, y->alone[0], y->alone[1], y->alone[2], y->summed, y->capped, y->edge);
+		nd, y->checked, y->before, y->idle, y->alone[0], y->alone[1], y->alone[2], y->summed, y->capped, y->edge);
 	/*
 	 * Proportional to the level: one SQ_WAVES counter's value / level varies only by the per-sample
 	 * noise (x [0.97, 1.09)) and integer rounding (<= 0.5 of >= 39 counts at level 0.3), across all
@@ -337,7 +355,22 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 				fprintf(stderr, "  SQ_WAVES slot %d: value / level from %.3f to %.3f\n", i, y->rmin[i],
 					y->rmax[i]);
 		}
-	CU_ASSERT(y->idle > 10); /* before the first kernel and after the last: the idle background */
+	CU_ASSERT(y->idle > 10); /* between kernels or after the last: the idle background */
+}
+
+/*
+ * SPMTAP_EMU_WORKLOAD unset: samples before the GPU's first dispatch (ROCr's code upload) are at the
+ * default constant:1, as without kernels; from then on idle but for the kernels.  First in the suite,
+ * so that the GPU has run no dispatch before it.
+ */
+static void test_default_background(void)
+{
+	struct tally y;
+	wl_given = false;
+	record_kernels(1, 1, &y); /* add1 */
+	wl_given = true;
+	CU_ASSERT(y.before > 10);
+	CU_ASSERT(y.alone[0] > 100);
 }
 
 static void test_one_queue(void)
@@ -360,6 +393,7 @@ static void test_two_queues(void)
 }
 
 static const struct testenv_case cases[] = {
+	{ "default_background", test_default_background, need_hsa_example },
 	{ "one_queue", test_one_queue, need_hsa_example },
 	{ "two_queues", test_two_queues, need_hsa_example },
 	{ NULL, NULL, NULL },
@@ -376,5 +410,6 @@ int main(int argc, char **argv)
 	snprintf(dtruth, sizeof(dtruth), "%s", testenv_path(testenv_tmpdir(), "dispatch_truth.jsonl"));
 	snprintf(struth, sizeof(struth), "%s", testenv_path(testenv_tmpdir(), "sample_truth"));
 	setenv("SPMTAP_EMU_DISPATCH_TRUTH", dtruth, 1);
+	wl_given = true;
 	return testenv_run_suite("emu_activity", cases, argc, argv);
 }
