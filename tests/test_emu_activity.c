@@ -167,6 +167,7 @@ struct tally {
 	size_t alone[3]; /* samples under exactly one add1, scale, nop */
 	size_t summed;   /* two dispatches, levels summing below 1 */
 	size_t capped;   /* two dispatches, levels summing above 1 */
+	size_t seen[4]; /* samples whose values of models[i] were checked */
 	double rmin[64], rmax[64]; /* per SQ_WAVES slot: value / (0.002 x level x interval) under kernels */
 };
 
@@ -175,7 +176,32 @@ static int kidx(const char *name)
 	return !strcmp(name, "add1") ? 0 : !strcmp(name, "scale") ? 1 : !strcmp(name, "nop") ? 2 : -1;
 }
 
-/* One sample against the dispatches: its flags and its SQ values. */
+/*
+ * What the counters count (emu/common/counters.c: rate, class) and the fraction of a kernel's level each
+ * block runs at (docs/emulator.md: SQ 1, TA 0.5 by default; TCC set to 0.4 by the test's
+ * SPMTAP_EMU_KERNEL_BLOCKS, its default being 0.3).
+ */
+struct model {
+	const char *name;
+	double rate, frac;
+	bool busy;
+};
+static const struct model models[] = {
+	{ "SQ_BUSY_CYCLES", 0.98, 1.0, true },
+	{ "SQ_WAVES", 0.002, 1.0, false },
+	{ "TA_TA_BUSY", 0.9, 0.5, true },
+	{ "TCC_BUSY", 0.95, 0.4, true },
+};
+
+static const struct model *model_of(const char *name)
+{
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		if (!strcmp(models[i].name, name))
+			return &models[i];
+	return NULL;
+}
+
+/* One sample against the dispatches: its flags and its values. */
 static void check_sample(const struct truth *t, const struct st_sample *s, const struct disp *d, int nd,
 			 struct tally *y)
 {
@@ -206,16 +232,13 @@ static void check_sample(const struct truth *t, const struct st_sample *s, const
 		return;
 	}
 	bool full_bg = !wl_given && s->ticks < first_start;
-	if (full_bg) {
-		sum += 1;
-		y->before++;
-	}
+	double bg = full_bg ? 1 : 0;
+	y->before += full_bg;
 	y->checked++;
 	CU_ASSERT_EQUAL(!!(s->flags & ST_KERNEL), count > 0);
 	CU_ASSERT_EQUAL(ST_KCOUNT(s->flags), count);
 	if (newest)
 		CU_ASSERT_EQUAL(ST_KSEQ(s->flags), newest->kseq & 0xFFFF);
-	double a = sum < 1 ? sum : 1;
 	uint64_t cycles = 0;
 	for (uint32_t i = 0; i < L->nvals; i++)
 		if (L->slots[i].value && !strcmp(L->slots[i].name, "SQ_CYCLES"))
@@ -225,13 +248,15 @@ static void check_sample(const struct truth *t, const struct st_sample *s, const
 	for (uint32_t i = 0; i < L->nvals; i++) {
 		if (!L->slots[i].value)
 			continue;
-		double want;
-		if (!strcmp(L->slots[i].name, "SQ_BUSY_CYCLES"))
-			want = 0.98 * a * INTERVAL;
-		else if (!strcmp(L->slots[i].name, "SQ_WAVES"))
-			want = 0.002 * a * INTERVAL;
-		else
+		const struct model *md = model_of(L->slots[i].name);
+		if (!md)
 			continue;
+		/* The block's activity: the kernels' levels times its fraction, on the background, capped. */
+		double a = bg + sum * md->frac;
+		if (a > 1)
+			a = 1;
+		double want = md->rate * a * INTERVAL;
+		y->seen[md - models]++;
 		double v = (double)s->vals[i];
 		/*
 		 * The counter model's spread (counters.c emu_spread): a fixed factor per counter in
@@ -239,7 +264,7 @@ static void check_sample(const struct truth *t, const struct st_sample *s, const
 		 * emu_spread maps its hash onto [-1, 3)); a busy count capped at the interval.
 		 */
 		double lo = want * 0.9 * 0.97 - 1, hi = want * 1.3 * 1.09 + 1;
-		if (hi > INTERVAL && !strcmp(L->slots[i].name, "SQ_BUSY_CYCLES"))
+		if (hi > INTERVAL && md->busy)
 			hi = INTERVAL;
 		if (a == 0 ? v != 0 : (v < lo || v > hi)) {
 			if (ok)
@@ -256,8 +281,8 @@ static void check_sample(const struct truth *t, const struct st_sample *s, const
 	}
 	CU_ASSERT(ok);
 	if (!ok)
-		fprintf(stderr, "  sample ticks %llu: %u dispatches, level %.2f: values off the model\n",
-			(unsigned long long)s->ticks, count, a);
+		fprintf(stderr, "  sample ticks %llu: %u dispatches, levels %.2f: values off the model\n",
+			(unsigned long long)s->ticks, count, sum);
 	if (full_bg)
 		;
 	else if (!count)
@@ -295,11 +320,11 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 	snprintf(kns, sizeof(kns), "SPMTAP_EMU_KERNEL_NS=add1=%llu,scale=%llu,nop=%llu", KERNEL_NS, KERNEL_NS,
 		 KERNEL_NS);
 	snprintf(st, sizeof(st), "SPMTAP_EMU_SAMPLE_TRUTH=%s", struth);
-	char *argv[] = { spmtap, "record", "--spm", "SQ_CYCLES,SQ_BUSY_CYCLES,SQ_WAVES", "--interval", iv, "-d", dir,
-			 "-o", "r", "--", exe, hsaco, th, per, NULL };
+	char *argv[] = { spmtap, "record", "--spm", "SQ_CYCLES,SQ_BUSY_CYCLES,SQ_WAVES,TA_TA_BUSY,TCC_BUSY", "--interval",
+			 iv, "-d", dir, "-o", "r", "--", exe, hsaco, th, per, NULL };
 	/* nop keeps the default level (0.5): the profile names only add1 and scale. */
 	const char *env[] = { kns, st, "SPMTAP_EMU_KERNEL_PROFILE=add1=0.3,scale.kd=0.6",
-			      wl_given ? "SPMTAP_EMU_WORKLOAD=idle" : NULL, NULL };
+			      "SPMTAP_EMU_KERNEL_BLOCKS=TCC=0.4", wl_given ? "SPMTAP_EMU_WORKLOAD=idle" : NULL, NULL };
 	unlink(dtruth);
 	unlink(struth);
 	int rc = run(argv, env, log);
@@ -356,6 +381,8 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 					y->rmax[i]);
 		}
 	CU_ASSERT(y->idle > 10); /* between kernels or after the last: the idle background */
+	for (size_t i = 0; i < sizeof(models) / sizeof(models[0]); i++)
+		CU_ASSERT(y->seen[i] > 0); /* every recorded counter is in the truth under its name */
 }
 
 /*

@@ -35,6 +35,33 @@ double emu_kact_level(const char *name)
 	return emu_level_clamp(d && *d ? strtod(d, NULL) : EMU_KERNEL_LEVEL_DEFAULT);
 }
 
+void emu_kact_block_fractions(double f[EMU_NBLK])
+{
+	static const double def[EMU_NBLK] = {
+		[EMU_BLK_CPC] = 0.1, [EMU_BLK_CPF] = 0.1, [EMU_BLK_TCC] = 0.3, [EMU_BLK_TCA] = 0.3, [EMU_BLK_TA] = 0.5,
+		[EMU_BLK_TD] = 0.5,  [EMU_BLK_TCP] = 0.5, [EMU_BLK_SPI] = 1.0, [EMU_BLK_SQ] = 1.0,
+	};
+	memcpy(f, def, sizeof(def));
+	const char *e = getenv("SPMTAP_EMU_KERNEL_BLOCKS");
+	for (const char *p = e ? e : ""; *p;) {
+		const char *eq = strchr(p, '='), *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		bool known = false;
+		for (int b = 0; eq && eq < end && b < EMU_NBLK; b++) {
+			const char *nm = emu_blk((enum emu_blk)b)->name;
+			if (strlen(nm) == (size_t)(eq - p) && !strncmp(p, nm, (size_t)(eq - p))) {
+				f[b] = emu_level_clamp(strtod(eq + 1, NULL));
+				known = true;
+			}
+		}
+		if (!known)
+			emu_log("SPMTAP_EMU_KERNEL_BLOCKS: \"%.*s\" is not BLOCK=FRACTION of a modelled block; ignored\n",
+				(int)(end - p), p);
+		p = *end ? end + 1 : end;
+	}
+}
+
 uint64_t emu_kact_append(struct emu_gpu_state *gs, uint64_t start_ns, uint64_t end_ns, uint32_t pid, uint32_t queue,
 			 uint64_t index, double level)
 {

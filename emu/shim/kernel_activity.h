@@ -8,10 +8,11 @@
  * where they meet, as on hardware the counters see whatever the shader
  * engines run, whoever submitted it.
  *
- * The profile is one level per kernel, a fraction of the block's peak in
- * [0,1] (the activity a(t) of the counter model, counters.h): every SPM
- * counter counts as under the workload model at that level.  Concurrent
- * kernels add up, capped at 1 (the peak).
+ * The profile: one level per kernel in [0,1], and one fraction per block
+ * for every kernel: block b runs at level x fraction(b) of its peak (the
+ * activity a(t) of the counter model, counters.h), so every SPM counter of
+ * b counts as under the workload model at that activity.  Concurrent
+ * kernels add up per block, capped at 1 (the peak).
  */
 #ifndef SPMTAP_EMU_KERNEL_ACTIVITY_H
 #define SPMTAP_EMU_KERNEL_ACTIVITY_H
@@ -19,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emu/common/counters.h"
 #include "emu/shim/gpu_state.h"
 
 #define EMU_KERNEL_LEVEL_DEFAULT 0.5 /* SPMTAP_EMU_KERNEL_LEVEL's default */
@@ -30,6 +32,14 @@
  * $SPMTAP_EMU_KERNEL_LEVEL, else EMU_KERNEL_LEVEL_DEFAULT; clamped to [0,1].
  */
 double emu_kact_level(const char *name);
+
+/*
+ * The per-block fractions into f (enum emu_blk): the defaults (SQ and SPI
+ * 1, TA/TD/TCP 0.5, TCC/TCA 0.3, CPC/CPF 0.1) overridden by
+ * $SPMTAP_EMU_KERNEL_BLOCKS="TA=0.6,TCC=0.4" (block names as in
+ * counters.c), clamped to [0,1].  Unknown names are logged and ignored.
+ */
+void emu_kact_block_fractions(double f[EMU_NBLK]);
 
 /*
  * Under the GPU's lock: append a dispatch that runs [start_ns, end_ns).

@@ -262,6 +262,7 @@ struct emu_rlc_layout *emu_rlc_derive(const struct emu_gpu_regs *r, uint32_t xcc
 	char wlerr[160];
 	const char *wl = getenv("SPMTAP_EMU_WORKLOAD");
 	L->wl_given = wl && *wl;
+	emu_kact_block_fractions(L->kfrac);
 	if (emu_workload_parse(wl, &L->wl, wlerr, sizeof(wlerr)))
 		emu_log("SPMTAP_EMU_WORKLOAD=%s: %s; using constant:1\n", wl, wlerr);
 	struct emu_derive d = { r, xcc, L, cap, err, errlen };
@@ -327,22 +328,27 @@ struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap)
 /* ---- the source ---------------------------------------------------------------- */
 
 /*
- * The activity of a sample at t (docs/emulator.md "Counters follow
- * kernels"): the workload model's a(t) until the GPU has run a kernel; then
- * the levels of the dispatches running at t, summed, on top of the workload
- * if $SPMTAP_EMU_WORKLOAD was given (else on idle from the first dispatch
- * on), capped at 1, the block's peak.  *k says which dispatches.
+ * The activity of a sample at t, per block (docs/emulator.md "Counters
+ * follow kernels"): the workload model's a(t) until the GPU has run a
+ * kernel; then, per block, the levels of the dispatches running at t summed
+ * times the block's fraction, on top of the workload if $SPMTAP_EMU_WORKLOAD
+ * was given (else on idle from the first dispatch on), capped at 1, the
+ * block's peak.  *k says which dispatches.
  */
-static double emu_rlc_activity(const struct emu_spm_source_ctx *ctx, const struct emu_rlc_layout *L, uint64_t t,
-			       struct emu_kact *k)
+static void emu_rlc_activity(const struct emu_spm_source_ctx *ctx, const struct emu_rlc_layout *L, uint64_t t,
+			     struct emu_kact *k, struct emu_rlc_act *act)
 {
 	double a = emu_workload_activity(&L->wl, t);
-	if (!ctx->gs || !emu_kact_at(ctx->gs, t, k))
-		return a;
+	if (!ctx->gs || !emu_kact_at(ctx->gs, t, k)) {
+		emu_rlc_act_all(act, a);
+		return;
+	}
 	if (!L->wl_given && t >= k->first_start_ns)
 		a = 0;
-	a += k->level;
-	return a < 1.0 ? a : 1.0;
+	for (int b = 0; b < EMU_NBLK; b++) {
+		double v = a + k->level * L->kfrac[b];
+		act->a[b] = v < 1.0 ? v : 1.0;
+	}
 }
 
 /*
@@ -356,8 +362,9 @@ static void emu_rlc_copy(const struct emu_spm_source_ctx *ctx, const struct emu_
 	struct emu_rlc_layout *L = p->layout;
 	uint64_t t = emu_period_unit_ns(p, u);
 	struct emu_kact k;
-	double a = emu_rlc_activity(ctx, L, t, &k);
-	const uint8_t *s = emu_rlc_gen(L, xcc, p->first_sample + u, a, NULL);
+	struct emu_rlc_act a;
+	emu_rlc_activity(ctx, L, t, &k, &a);
+	const uint8_t *s = emu_rlc_gen_act(L, xcc, p->first_sample + u, &a, NULL);
 	if (!s) {
 		memset(dst, 0, (size_t)n * EMU_SPM_LINE); /* out of memory: a sample of zeros, never a crash */
 		return;
@@ -393,9 +400,10 @@ static void emu_rlc_produced(const struct emu_spm_source_ctx *ctx, const struct 
 		return;
 	const uint64_t *vals = NULL;
 	struct emu_kact k;
-	double a = emu_rlc_activity(ctx, L, t_ns, &k);
+	struct emu_rlc_act a;
+	emu_rlc_activity(ctx, L, t_ns, &k, &a);
 	/* Lost unmade by a device behind real time: its existence, not its values, is the truth. */
-	if (!(fate & EMU_UNIT_LATE) && !emu_rlc_gen(L, xcc, p->first_sample + u, a, &vals))
+	if (!(fate & EMU_UNIT_LATE) && !emu_rlc_gen_act(L, xcc, p->first_sample + u, &a, &vals))
 		return;
 	/* Which dispatches it saw (docs/emulator.md "Per-sample ground truth"): flag, count, the newest's seq. */
 	if (k.count)
