@@ -5,7 +5,7 @@
  *
  * Two ways, one result.  The reference computes every counter of every
  * sample from the counter model (emu_rlc_sample).  The template ring, the
- * default, precomputes per (layout, activity level) K samples with their
+ * default, precomputes per (layout, activity per block) K samples with their
  * noise applied and hands out sample `seq` as template `seq mod K` with its
  * timestamp patched: generation becomes a memcpy.  Template i is the
  * reference's sample i, so both agree byte for byte on the first K samples
