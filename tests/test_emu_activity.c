@@ -320,8 +320,8 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 	snprintf(kns, sizeof(kns), "SPMTAP_EMU_KERNEL_NS=add1=%llu,scale=%llu,nop=%llu", KERNEL_NS, KERNEL_NS,
 		 KERNEL_NS);
 	snprintf(st, sizeof(st), "SPMTAP_EMU_SAMPLE_TRUTH=%s", struth);
-	char *argv[] = { spmtap, "record", "--spm", "SQ_CYCLES,SQ_BUSY_CYCLES,SQ_WAVES,TA_TA_BUSY,TCC_BUSY", "--interval",
-			 iv, "-d", dir, "-o", "r", "--", exe, hsaco, th, per, NULL };
+	char *argv[] = { spmtap, "record", "--spm", "SQ_CYCLES,SQ_BUSY_CYCLES,SQ_WAVES,TA_TA_BUSY,TCC_BUSY",
+			 "--interval", iv, "-d", dir, "-o", "r", "--", exe, hsaco, th, per, NULL };
 	/* nop keeps the default level (0.5): the profile names only add1 and scale. */
 	const char *env[] = { kns, st, "SPMTAP_EMU_KERNEL_PROFILE=add1=0.3,scale.kd=0.6",
 			      "SPMTAP_EMU_KERNEL_BLOCKS=TCC=0.4", wl_given ? "SPMTAP_EMU_WORKLOAD=idle" : NULL, NULL };
@@ -365,9 +365,11 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 		if (t.lay[t.s[i].layout].gpu_id == G[0].gpu_id)
 			check_sample(&t, &t.s[i], d, nd, y);
 	truth_free(&t);
-	fprintf(stderr, "  [%d dispatches; samples: %zu checked, %zu before any kernel, %zu idle, alone add1/scale/nop %zu/%zu/%zu, "
-			"two summed %zu, two capped %zu, %zu at an edge]\n",
-		nd, y->checked, y->before, y->idle, y->alone[0], y->alone[1], y->alone[2], y->summed, y->capped, y->edge);
+	fprintf(stderr,
+		"  [%d dispatches; samples: %zu checked, %zu before any kernel, %zu idle, alone add1/scale/nop "
+		"%zu/%zu/%zu, two summed %zu, two capped %zu, %zu at an edge]\n",
+		nd, y->checked, y->before, y->idle, y->alone[0], y->alone[1], y->alone[2], y->summed, y->capped,
+		y->edge);
 	/*
 	 * Proportional to the level: one SQ_WAVES counter's value / level varies only by the per-sample
 	 * noise (x [0.97, 1.09)) and integer rounding (<= 0.5 of >= 39 counts at level 0.3), across all

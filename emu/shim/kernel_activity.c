@@ -56,8 +56,8 @@ void emu_kact_block_fractions(double f[EMU_NBLK])
 			}
 		}
 		if (!known)
-			emu_log("SPMTAP_EMU_KERNEL_BLOCKS: \"%.*s\" is not BLOCK=FRACTION of a modelled block; ignored\n",
-				(int)(end - p), p);
+			emu_log("SPMTAP_EMU_KERNEL_BLOCKS: \"%.*s\" is not BLOCK=FRACTION of a modelled block; "
+				"ignored\n", (int)(end - p), p);
 		p = *end ? end + 1 : end;
 	}
 }
