@@ -347,6 +347,25 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 			CU_ASSERT_DOUBLE_EQUAL(d[i].level, k == 0 ? 0.3 : k == 1 ? 0.6 : 0.5, 1e-9);
 	}
 
+	/* The release truth: the GPU's kernel log holds every dispatch and dropped none (2048 kept). */
+	unsigned long long maxseq = 0, logged = 0, dropped = 1;
+	for (int i = 0; i < nd; i++)
+		if (d[i].kseq > maxseq)
+			maxseq = d[i].kseq;
+	FILE *rf = fopen(getenv("SPMTAP_EMU_TRUTH") ? getenv("SPMTAP_EMU_TRUTH") : "", "r");
+	char line[4096];
+	while (rf && fgets(line, sizeof(line), rf)) {
+		unsigned long long gpu;
+		if (strstr(line, "\"event\":\"release\"") && jget_u64(line, "gpu_id", &gpu) && gpu == G[0].gpu_id &&
+		    jget_u64(line, "kernels_logged", &logged))
+			jget_u64(line, "kernels_dropped", &dropped);
+	}
+	if (rf)
+		fclose(rf);
+	CU_ASSERT(maxseq > 0);
+	CU_ASSERT(logged >= maxseq);
+	CU_ASSERT_EQUAL(dropped, 0);
+
 	struct truth t;
 	CU_ASSERT_TRUE_FATAL(truth_load(struth, &t));
 	struct csv c = { 0 };
