@@ -16,7 +16,7 @@
 
 struct emu_tpl_level {
 	bool live;
-	double a;       /* the activity level, compared exactly: a(t) takes few values except on a ramp */
+	struct emu_rlc_act a; /* the activity per block, compared exactly: a(t) takes few values except on a ramp */
 	uint64_t used;  /* for replacing the least recently used level */
 	uint8_t *bytes; /* K samples, timestamp words 0 */
 	uint64_t *truth; /* K x ncnt true values */
@@ -34,7 +34,7 @@ struct emu_rlc_tpl {
 	/* The reference's one-sample cache (L->direct): fill asks once per line range. */
 	bool d_valid;
 	uint64_t d_seq;
-	double d_a;
+	struct emu_rlc_act d_a;
 	uint8_t *d_bytes;
 	uint64_t *d_truth;
 };
@@ -45,8 +45,30 @@ static void emu_put16(uint8_t *out, uint32_t off, uint32_t v)
 	out[2 * off + 1] = (uint8_t)(v >> 8);
 }
 
+static bool emu_act_eq(const struct emu_rlc_act *x, const struct emu_rlc_act *y)
+{
+	for (int b = 0; b < EMU_NBLK; b++)
+		if (x->a[b] != y->a[b])
+			return false;
+	return true;
+}
+
+void emu_rlc_act_all(struct emu_rlc_act *x, double a)
+{
+	for (int b = 0; b < EMU_NBLK; b++)
+		x->a[b] = a;
+}
+
 void emu_rlc_sample_level(const struct emu_rlc_layout *L, uint32_t xcc, uint64_t sample_seq, double a,
 			  uint64_t ticks, uint8_t *out, uint64_t *truth)
+{
+	struct emu_rlc_act x;
+	emu_rlc_act_all(&x, a);
+	emu_rlc_sample_act(L, xcc, sample_seq, &x, ticks, out, truth);
+}
+
+void emu_rlc_sample_act(const struct emu_rlc_layout *L, uint32_t xcc, uint64_t sample_seq,
+			const struct emu_rlc_act *act, uint64_t ticks, uint8_t *out, uint64_t *truth)
 {
 	memset(out, 0, L->sample_bytes);
 	uint64_t sn = emu_mix64(sample_seq ^ (uint64_t)xcc << 56);
@@ -57,7 +79,8 @@ void emu_rlc_sample_level(const struct emu_rlc_layout *L, uint32_t xcc, uint64_t
 			emu_put16(out, e->off, (uint32_t)(ticks >> (16 * e->ts_word)) & 0xFFFF);
 			continue;
 		}
-		uint64_t v = emu_cnt_value(&e->m, L->interval, a, e->key, e->key ^ sn);
+		uint64_t v = emu_cnt_value(&e->m, L->interval, act->a[e->blk < EMU_NBLK ? e->blk : 0], e->key,
+					   e->key ^ sn);
 		uint64_t w;
 		if (e->width == 16)
 			w = e->no_clamp ? v & 0xFFFF : (v > 0xFFFF ? 0xFFFF : v);
@@ -143,17 +166,18 @@ void emu_rlc_put_ticks(const struct emu_rlc_layout *L, uint8_t *sample, uint64_t
 }
 
 /* The ring of level a: the one that has it, else a free or the least recently used one, emptied. */
-static struct emu_tpl_level *emu_tpl_level(struct emu_rlc_tpl *T, const struct emu_rlc_layout *L, double a)
+static struct emu_tpl_level *emu_tpl_level(struct emu_rlc_tpl *T, const struct emu_rlc_layout *L,
+					   const struct emu_rlc_act *a)
 {
 	T->clock++;
-	if (T->last >= 0 && T->lv[T->last].live && T->lv[T->last].a == a) {
+	if (T->last >= 0 && T->lv[T->last].live && emu_act_eq(&T->lv[T->last].a, a)) {
 		T->lv[T->last].used = T->clock;
 		return &T->lv[T->last];
 	}
 	int pick = 0;
 	for (int i = 0; i < EMU_RLC_TPL_LEVELS; i++) {
 		struct emu_tpl_level *v = &T->lv[i];
-		if (v->live && v->a == a) {
+		if (v->live && emu_act_eq(&v->a, a)) {
 			pick = i;
 			goto found;
 		}
@@ -176,7 +200,7 @@ static struct emu_tpl_level *emu_tpl_level(struct emu_rlc_tpl *T, const struct e
 	}
 	memset(v->valid, 0, words * 8);
 	v->live = true;
-	v->a = a;
+	v->a = *a;
 found:
 	T->lv[pick].used = T->clock;
 	T->last = pick;
@@ -185,6 +209,14 @@ found:
 
 const uint8_t *emu_rlc_gen(struct emu_rlc_layout *L, uint32_t xcc, uint64_t seq, double a,
 			   const uint64_t **truth)
+{
+	struct emu_rlc_act x;
+	emu_rlc_act_all(&x, a);
+	return emu_rlc_gen_act(L, xcc, seq, &x, truth);
+}
+
+const uint8_t *emu_rlc_gen_act(struct emu_rlc_layout *L, uint32_t xcc, uint64_t seq, const struct emu_rlc_act *a,
+			       const uint64_t **truth)
 {
 	struct emu_rlc_tpl *T = L->tpl;
 	if (!T) {
@@ -200,11 +232,11 @@ const uint8_t *emu_rlc_gen(struct emu_rlc_layout *L, uint32_t xcc, uint64_t seq,
 		T->xcc = xcc;
 	}
 	if (L->direct) {
-		if (!T->d_valid || T->d_seq != seq || T->d_a != a) {
-			emu_rlc_sample_level(L, xcc, seq, a, 0, T->d_bytes, T->d_truth);
+		if (!T->d_valid || T->d_seq != seq || !emu_act_eq(&T->d_a, a)) {
+			emu_rlc_sample_act(L, xcc, seq, a, 0, T->d_bytes, T->d_truth);
 			T->d_valid = true;
 			T->d_seq = seq;
-			T->d_a = a;
+			T->d_a = *a;
 		}
 		if (truth)
 			*truth = T->d_truth;
@@ -217,7 +249,7 @@ const uint8_t *emu_rlc_gen(struct emu_rlc_layout *L, uint32_t xcc, uint64_t seq,
 	uint8_t *s = v->bytes + (size_t)i * L->sample_bytes;
 	uint64_t *t = v->truth + (size_t)i * L->ncnt;
 	if (!(v->valid[i / 64] >> (i % 64) & 1)) {
-		emu_rlc_sample_level(L, xcc, i, a, 0, s, t);
+		emu_rlc_sample_act(L, xcc, i, a, 0, s, t);
 		v->valid[i / 64] |= 1ull << (i % 64);
 	}
 	if (truth)

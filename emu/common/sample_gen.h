@@ -5,7 +5,7 @@
  *
  * Two ways, one result.  The reference computes every counter of every
  * sample from the counter model (emu_rlc_sample).  The template ring, the
- * default, precomputes per (layout, activity level) K samples with their
+ * default, precomputes per (layout, activity per block) K samples with their
  * noise applied and hands out sample `seq` as template `seq mod K` with its
  * timestamp patched: generation becomes a memcpy.  Template i is the
  * reference's sample i, so both agree byte for byte on the first K samples
@@ -56,6 +56,16 @@ struct emu_rlc_entry {
 
 struct emu_rlc_tpl;
 
+/*
+ * The activity a sample counts at, per block (enum emu_blk): the workload
+ * model gives every block the same a(t); kernels (emu/shim/kernel_activity.h)
+ * load blocks by their profile's fractions.
+ */
+struct emu_rlc_act {
+	double a[EMU_NBLK];
+};
+void emu_rlc_act_all(struct emu_rlc_act *x, double a);
+
 struct emu_rlc_layout {
 	int refs;
 	uint32_t id;    /* per process, from 1 */
@@ -64,6 +74,8 @@ struct emu_rlc_layout {
 	uint32_t G, S[EMU_MAX_SE], num_se, lines, sample_bytes;
 	uint32_t interval, sclk_mhz;
 	struct emu_workload wl;
+	bool wl_given;  /* $SPMTAP_EMU_WORKLOAD was set (not the default): kernels add to it, else they replace it */
+	double kfrac[EMU_NBLK]; /* a kernel's load on each block per unit of its level ($SPMTAP_EMU_KERNEL_BLOCKS) */
 	bool truth_header_done;
 	bool struth, struth_checked; /* per process: $SPMTAP_EMU_SAMPLE_TRUTH asked for, read once */
 	/* Generation: false = the template ring, true = the reference per sample ($SPMTAP_EMU_SAMPLE_TEMPLATES=0). */
@@ -84,6 +96,9 @@ void emu_rlc_sample_level(const struct emu_rlc_layout *L, uint32_t xcc, uint64_t
 			  uint64_t ticks, uint8_t *out, uint64_t *truth);
 void emu_rlc_sample(const struct emu_rlc_layout *L, uint32_t xcc, uint64_t sample_seq, uint64_t t_ns,
 		    uint64_t ticks, uint8_t *out, uint64_t *truth);
+/* The same with an activity per block (emu_rlc_sample_level gives every block a). */
+void emu_rlc_sample_act(const struct emu_rlc_layout *L, uint32_t xcc, uint64_t sample_seq,
+			const struct emu_rlc_act *act, uint64_t ticks, uint8_t *out, uint64_t *truth);
 
 /* Write the timestamp `ticks` into the timestamp entries of a sample. */
 void emu_rlc_put_ticks(const struct emu_rlc_layout *L, uint8_t *sample, uint64_t ticks);
@@ -98,6 +113,9 @@ void emu_rlc_put_ticks(const struct emu_rlc_layout *L, uint8_t *sample, uint64_t
  */
 const uint8_t *emu_rlc_gen(struct emu_rlc_layout *L, uint32_t xcc, uint64_t seq, double a,
 			   const uint64_t **truth);
+/* The same at an activity per block; rings are kept per exact activity vector. */
+const uint8_t *emu_rlc_gen_act(struct emu_rlc_layout *L, uint32_t xcc, uint64_t seq, const struct emu_rlc_act *a,
+			       const uint64_t **truth);
 
 /* The ring's size in samples per level for L (a power of two), and the levels it keeps. */
 uint32_t emu_rlc_tpl_ring(const struct emu_rlc_layout *L);

@@ -154,6 +154,7 @@ static struct emu_spm *emu_dev_engine(struct emu_dev_shm *m, char *why, size_t w
 		return NULL;
 	}
 	e->gs = gs;
+	e->src_ctx.gs = gs; /* the kernel activity log (kernel_activity.h) */
 	for (uint32_t k = 0; k < m->num_xcc; k++)
 		e->x[k].log_cursor = m->cursor[k];
 	e->user_pid = m->owner_pid;

@@ -5,10 +5,12 @@
 #include "emu/shim/blit.h"
 #include "emu/shim/code_objects.h"
 #include "emu/shim/dispatch_truth.h"
+#include "emu/shim/kernel_activity.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* hsa_kernel_dispatch_packet_t (HSA AQL), as the packet processor reads it. */
 struct emu_aql_dispatch {
@@ -97,7 +99,8 @@ static void emu_json_name(char *out, size_t len, const char *name)
 }
 
 static void emu_dispatch_truth(struct emu_gpu *g, uint32_t qid, uint64_t idx, const struct emu_aql_dispatch *d,
-			       enum emu_kkind kind, const char *name, uint64_t st, uint64_t en)
+			       enum emu_kkind kind, const char *name, uint64_t st, uint64_t en, uint64_t kseq,
+			       double level)
 {
 	if (!emu_dtruth_enabled())
 		return;
@@ -109,10 +112,10 @@ static void emu_dispatch_truth(struct emu_gpu *g, uint32_t qid, uint64_t idx, co
 	}
 	snprintf(f, sizeof(f),
 		 "\"queue\":%u,\"index\":%llu,\"kind\":\"%s\",\"kernel_object\":%llu%s,\"grid\":[%u,%u,%u],"
-		 "\"workgroup\":[%u,%u,%u],\"start_ts\":%llu,\"end_ts\":%llu",
+		 "\"workgroup\":[%u,%u,%u],\"start_ts\":%llu,\"end_ts\":%llu,\"kseq\":%llu,\"level\":%.6g",
 		 qid, (unsigned long long)idx, emu_blit_kind_name(kind), (unsigned long long)d->kernel_object, nm,
 		 d->grid[0], d->grid[1], d->grid[2], d->wg[0], d->wg[1], d->wg[2], (unsigned long long)st,
-		 (unsigned long long)en);
+		 (unsigned long long)en, (unsigned long long)kseq, level);
 	emu_dtruth_line(g->gpu_id, "cp", f);
 }
 
@@ -155,13 +158,33 @@ static int emu_dispatch_start(struct emu_gpu *g, uint32_t qid, struct emu_kslot 
 	}
 	k->busy = true;
 	k->idx = idx;
-	k->start_raw = emu_clock_raw_ns();
-	k->end_raw = k->start_raw + ns;
+	/*
+	 * Counters follow kernels: the dispatch goes into the GPU's kernel
+	 * activity log.  Its start is read under the GPU's lock, so an SPM owner
+	 * that has produced samples up to some instant saw every dispatch that
+	 * started by then (kernel_activity.h): the bytes and the truth of a
+	 * sample never disagree on which kernels ran.
+	 */
+	double level = emu_kact_level(kind == EMU_KK_USER ? name : emu_blit_kind_name(kind));
+	uint64_t kseq = 0;
+	if (!g->gs)
+		emu_gpu_regs(g); /* maps the GPU's shared state */
+	if (g->gs) {
+		emu_gs_lock(g->gs);
+		k->start_raw = emu_clock_raw_ns();
+		k->end_raw = k->start_raw + ns;
+		kseq = emu_kact_append(g->gs, k->start_raw, k->end_raw, (uint32_t)getpid(), qid, idx, level);
+		emu_gs_unlock(g->gs);
+	} else {
+		k->start_raw = emu_clock_raw_ns();
+		k->end_raw = k->start_raw + ns;
+	}
 	EMU_DBG("  dispatch q%u #%llu %s kobj 0x%llx%s%s grid %ux%ux%u wg %ux%ux%u %llu ns%s\n", qid,
 		(unsigned long long)idx, emu_blit_kind_name(kind), (unsigned long long)d->kernel_object, name ? " " : "",
 		name ? name : "", d->grid[0], d->grid[1], d->grid[2], d->wg[0], d->wg[1], d->wg[2],
 		(unsigned long long)ns, kind != EMU_KK_USER ? " (ROCr 5.2 blit applied)" : "");
-	emu_dispatch_truth(g, qid, idx, d, kind, name, emu_clock_ticks(k->start_raw), emu_clock_ticks(k->end_raw));
+	emu_dispatch_truth(g, qid, idx, d, kind, name, emu_clock_ticks(k->start_raw), emu_clock_ticks(k->end_raw), kseq,
+			   level);
 	return 0;
 }
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define EMU_GS_MAGIC 0x3174617453554D45ull /* "EMUState1" */
-#define EMU_GS_VERSION 1u
+#define EMU_GS_VERSION 2u /* 2: the kernel activity log */
 
 static uint64_t emu_align(uint64_t v, uint64_t a)
 {
@@ -32,7 +32,8 @@ static void emu_gs_layout(struct emu_gpu_state *h, uint32_t gpu_id, enum emu_gfx
 	h->regs_off = emu_align(sizeof(*h), 4096);
 	h->slots_off = emu_align(h->regs_off + (uint64_t)num_xcc * sizeof(struct emu_xcc_regs), 4096);
 	h->slot_bytes = emu_align(emu_rlc_layout_max_bytes(num_se), 64);
-	h->bytes = emu_align(h->slots_off + (uint64_t)num_xcc * EMU_GS_SLOTS * h->slot_bytes, 4096);
+	h->klog_off = emu_align(h->slots_off + (uint64_t)num_xcc * EMU_GS_SLOTS * h->slot_bytes, 4096);
+	h->bytes = emu_align(h->klog_off + sizeof(struct emu_gs_klog), 4096);
 }
 
 /* Power-on: broadcast GRBM, muxsel RAMs reading "unused", the lock made process-shared and robust. */
@@ -132,6 +133,11 @@ void emu_gs_unlock(struct emu_gpu_state *gs)
 struct emu_xcc_regs *emu_gs_regs(struct emu_gpu_state *gs)
 {
 	return (struct emu_xcc_regs *)((char *)gs + gs->regs_off);
+}
+
+struct emu_gs_klog *emu_gs_klog(struct emu_gpu_state *gs)
+{
+	return (struct emu_gs_klog *)((char *)gs + gs->klog_off);
 }
 
 static void *emu_gs_slot(struct emu_gpu_state *gs, uint32_t xcc, uint32_t slot)

@@ -19,6 +19,11 @@
  * SPM (spm_engine.c) replays the log in time order each time it advances
  * its simulation, so production starts and stops at the instant the CP
  * executed the write, whichever process's CP that was.
+ *
+ * The kernel activity log (kernel_activity.h).  Each dispatch a CP starts
+ * appends {start, end, who, activity level}; the SPM owner reads the
+ * entries that overlap a sample's time, so counters follow kernels run by
+ * any process on this GPU.
  */
 #ifndef SPMTAP_EMU_GPU_STATE_H
 #define SPMTAP_EMU_GPU_STATE_H
@@ -49,17 +54,39 @@ struct emu_gs_xcc {
 	uint64_t starts;
 };
 
+/*
+ * One dispatch in the kernel activity log.  Entries are appended with
+ * start_ns read under the lock, so starts never decrease along the log.
+ */
+struct emu_gs_kernel {
+	uint64_t seq;        /* 1-based: the GPU's dispatch number in this log */
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC_RAW, end = start + modelled duration */
+	uint64_t max_end_ns; /* the latest end_ns of this and every earlier entry: where a backward scan stops */
+	uint64_t index;      /* its AQL packet index */
+	uint32_t pid, queue; /* the process whose CP ran it, its KFD queue id */
+	double level;        /* its activity, a fraction of the block's peak */
+};
+
+#define EMU_GS_KLOG 2048 /* dispatches kept: the oldest is overwritten */
+
+struct emu_gs_klog {
+	uint64_t head;          /* entries ever appended */
+	uint64_t first_start_ns; /* of entry 1 */
+	uint64_t dropped;       /* entries overwritten while their kernel still ran (their activity lost) */
+	struct emu_gs_kernel e[EMU_GS_KLOG]; /* entry seq s at e[(s - 1) % EMU_GS_KLOG] */
+};
+
 struct emu_gpu_state {
 	uint64_t magic;
 	uint32_t version, gpu_id;
 	uint32_t num_xcc, num_se, gfx, sclk_mhz;
-	uint64_t bytes, regs_off, slots_off, slot_bytes;
+	uint64_t bytes, regs_off, slots_off, slot_bytes, klog_off;
 	pthread_mutex_t lock;
 	uint32_t pm4_seen;          /* some process has run PM4 on this GPU */
 	uint32_t owner_died;        /* times the lock was recovered from a dead holder */
 	uint64_t cp_packets;        /* AQL packets executed by any process's CP */
 	struct emu_gs_xcc log[EMU_GS_MAX_XCC];
-	/* then: struct emu_xcc_regs x[num_xcc] at regs_off; layout slots at slots_off */
+	/* then: struct emu_xcc_regs x[num_xcc] at regs_off; layout slots at slots_off; struct emu_gs_klog at klog_off */
 };
 
 /*
@@ -72,6 +99,7 @@ struct emu_gpu_state *emu_gs_open(uint32_t gpu_id, enum emu_gfx gfx, uint32_t nu
 void emu_gs_lock(struct emu_gpu_state *gs);
 void emu_gs_unlock(struct emu_gpu_state *gs);
 struct emu_xcc_regs *emu_gs_regs(struct emu_gpu_state *gs);
+struct emu_gs_klog *emu_gs_klog(struct emu_gpu_state *gs);
 
 /* Under the lock: record a state change of XCC xcc at t_ns (L: the START's layout, else NULL). */
 void emu_gs_append(struct emu_gpu_state *gs, uint32_t xcc, uint64_t t_ns, uint32_t state,

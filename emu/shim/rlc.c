@@ -5,6 +5,7 @@
  * the registers wrongly gets a stream that decodes wrongly.
  */
 #include "emu/shim/rlc.h"
+#include "emu/shim/kernel_activity.h"
 #include "emu/common/readback.h"
 #include "emu/shim/shim.h"
 #include "emu/shim/spm_source.h"
@@ -260,6 +261,8 @@ struct emu_rlc_layout *emu_rlc_derive(const struct emu_gpu_regs *r, uint32_t xcc
 	L->direct = emu_rlc_direct();
 	char wlerr[160];
 	const char *wl = getenv("SPMTAP_EMU_WORKLOAD");
+	L->wl_given = wl && *wl;
+	emu_kact_block_fractions(L->kfrac);
 	if (emu_workload_parse(wl, &L->wl, wlerr, sizeof(wlerr)))
 		emu_log("SPMTAP_EMU_WORKLOAD=%s: %s; using constant:1\n", wl, wlerr);
 	struct emu_derive d = { r, xcc, L, cap, err, errlen };
@@ -325,17 +328,43 @@ struct emu_rlc_layout *emu_rlc_layout_load(const void *src, size_t cap)
 /* ---- the source ---------------------------------------------------------------- */
 
 /*
+ * The activity of a sample at t, per block (docs/emulator.md "Counters
+ * follow kernels"): the workload model's a(t) until the GPU has run a
+ * kernel; then, per block, the levels of the dispatches running at t summed
+ * times the block's fraction, on top of the workload if $SPMTAP_EMU_WORKLOAD
+ * was given (else on idle from the first dispatch on), capped at 1, the
+ * block's peak.  *k says which dispatches.
+ */
+static void emu_rlc_activity(const struct emu_spm_source_ctx *ctx, const struct emu_rlc_layout *L, uint64_t t,
+			     struct emu_kact *k, struct emu_rlc_act *act)
+{
+	double a = emu_workload_activity(&L->wl, t);
+	if (!ctx->gs || !emu_kact_at(ctx->gs, t, k)) {
+		emu_rlc_act_all(act, a);
+		return;
+	}
+	if (!L->wl_given && t >= k->first_start_ns)
+		a = 0;
+	for (int b = 0; b < EMU_NBLK; b++) {
+		double v = a + k->level * L->kfrac[b];
+		act->a[b] = v < 1.0 ? v : 1.0;
+	}
+}
+
+/*
  * Sample u of period p: lines [from, from + n) of it into dst, the
  * timestamp patched when line 0 (the global segment's entries 0..3, where
  * the timestamp lives) is among them.
  */
-static void emu_rlc_copy(const struct emu_spm_period *p, uint32_t xcc, uint64_t u, uint32_t from, uint32_t n,
-			 uint8_t *dst)
+static void emu_rlc_copy(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
+			 uint64_t u, uint32_t from, uint32_t n, uint8_t *dst)
 {
 	struct emu_rlc_layout *L = p->layout;
 	uint64_t t = emu_period_unit_ns(p, u);
-	double a = emu_workload_activity(&L->wl, t);
-	const uint8_t *s = emu_rlc_gen(L, xcc, p->first_sample + u, a, NULL);
+	struct emu_kact k;
+	struct emu_rlc_act a;
+	emu_rlc_activity(ctx, L, t, &k, &a);
+	const uint8_t *s = emu_rlc_gen_act(L, xcc, p->first_sample + u, &a, NULL);
 	if (!s) {
 		memset(dst, 0, (size_t)n * EMU_SPM_LINE); /* out of memory: a sample of zeros, never a crash */
 		return;
@@ -348,12 +377,11 @@ static void emu_rlc_copy(const struct emu_spm_period *p, uint32_t xcc, uint64_t 
 static void emu_rlc_fill(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
 			 uint64_t first_line, uint32_t nlines, uint8_t *dst)
 {
-	(void)ctx;
 	uint32_t U = p->unit_lines;
 	uint64_t j = first_line - p->first_seq;
 	while (nlines) {
 		uint32_t from = (uint32_t)(j % U), n = U - from < nlines ? U - from : nlines;
-		emu_rlc_copy(p, xcc, j / U, from, n, dst);
+		emu_rlc_copy(ctx, p, xcc, j / U, from, n, dst);
 		dst += (size_t)n * EMU_SPM_LINE;
 		j += n;
 		nlines -= n;
@@ -363,7 +391,6 @@ static void emu_rlc_fill(const struct emu_spm_source_ctx *ctx, const struct emu_
 static void emu_rlc_produced(const struct emu_spm_source_ctx *ctx, const struct emu_spm_period *p, uint32_t xcc,
 			     uint64_t u, uint64_t t_ns, uint32_t fate)
 {
-	(void)ctx;
 	struct emu_rlc_layout *L = p->layout;
 	if (!L->struth_checked) {
 		L->struth = emu_struth_enabled(); /* once per layout: getenv per sample was 2 % of a recording */
@@ -372,10 +399,15 @@ static void emu_rlc_produced(const struct emu_spm_source_ctx *ctx, const struct 
 	if (!L->struth)
 		return;
 	const uint64_t *vals = NULL;
+	struct emu_kact k;
+	struct emu_rlc_act a;
+	emu_rlc_activity(ctx, L, t_ns, &k, &a);
 	/* Lost unmade by a device behind real time: its existence, not its values, is the truth. */
-	if (!(fate & EMU_UNIT_LATE) &&
-	    !emu_rlc_gen(L, xcc, p->first_sample + u, emu_workload_activity(&L->wl, t_ns), &vals))
+	if (!(fate & EMU_UNIT_LATE) && !emu_rlc_gen_act(L, xcc, p->first_sample + u, &a, &vals))
 		return;
+	/* Which dispatches it saw (docs/emulator.md "Per-sample ground truth"): flag, count, the newest's seq. */
+	if (k.count)
+		fate |= EMU_UNIT_KERNEL | (k.count < 255 ? k.count : 255u) << 8 | (uint32_t)(k.newest & 0xFFFF) << 16;
 	emu_struth_record(L, xcc, p->first_sample + u, emu_clock_ticks(t_ns), fate, vals);
 }
 

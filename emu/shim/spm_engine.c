@@ -546,6 +546,7 @@ static void emu_rlc_transition(struct emu_spm *s, uint32_t k, const struct emu_g
 void emu_spm_attach(struct emu_spm *s, struct emu_gpu_state *gs)
 {
 	s->gs = gs;
+	s->src_ctx.gs = gs;
 	emu_gs_lock(gs);
 	for (uint32_t k = 0; k < s->num_xcc; k++)
 		s->x[k].log_cursor = emu_gs_head(gs, k);
@@ -763,7 +764,7 @@ struct emu_spm *emu_spm_new(enum emu_gen gen, uint32_t num_xcc, uint32_t gpu_id,
 	s->ring_lines = ring_bytes / EMU_SPM_LINE;
 	s->ninj = ninj;
 	memcpy(s->inj, inj, (size_t)ninj * sizeof(*inj));
-	s->src_ctx = (struct emu_spm_source_ctx){ gpu_id, num_xcc, emu_source_ticks, s };
+	s->src_ctx = (struct emu_spm_source_ctx){ gpu_id, num_xcc, emu_source_ticks, s, NULL };
 	for (uint32_t k = 0; k < num_xcc; k++) {
 		s->x[k].slot_seq = malloc(s->ring_lines * sizeof(uint64_t));
 		if (!s->x[k].slot_seq) {

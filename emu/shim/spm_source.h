@@ -19,6 +19,7 @@
 
 struct emu_rlc_layout;
 struct emu_spm_source;
+struct emu_gpu_state;
 
 struct emu_spm_period {
 	uint64_t first_seq;    /* seq of the period's first line */
@@ -47,6 +48,7 @@ struct emu_spm_source_ctx {
 	/* GPU clock ticks (gpu_clock.c) at which line `seq` of `xcc` was generated. */
 	uint64_t (*line_ticks)(const struct emu_spm_source_ctx *ctx, uint32_t xcc, uint64_t seq);
 	const void *engine; /* for line_ticks only */
+	struct emu_gpu_state *gs; /* the GPU's shared state (its kernel activity log); NULL when detached */
 };
 
 struct emu_spm_source {
@@ -69,6 +71,12 @@ struct emu_spm_source {
 #define EMU_UNIT_DISCARDED 2u /* gen A: the armed buffer was full, the worker discards the ring (4.2) */
 /* With one of the above: lost unmade by the emulated device behind real time (values not made: zeros). */
 #define EMU_UNIT_LATE 4u
+/*
+ * Sample truth only: dispatches ran at the sample's time (kernel_activity.h);
+ * bits 8..15 their count (saturating), bits 16..31 the low 16 bits of the
+ * newest one's seq (the dispatch truth's "kseq").
+ */
+#define EMU_UNIT_KERNEL 8u
 
 /* The self-checking pattern documented in docs/emulator.md. */
 extern const struct emu_spm_source emu_spm_source_pattern;

@@ -9,6 +9,7 @@
  * inline engine; the same on every XCC line of one session.
  */
 #include "emu/shim/shim.h"
+#include "emu/shim/gpu_state.h"
 #include "emu/shim/rlc.h"
 #include "emu/shim/spm_engine.h"
 #include "emu/shim/spm_device.h"
@@ -65,6 +66,15 @@ void emu_truth_release(const struct emu_spm *s)
 				 (unsigned long long)(c->produced / EMU_SPM_LINE),
 				 (unsigned long long)c->lost_late, s->in_device ? "process" : "inline",
 				 cpu_s);
+		if (s->gs && n > 0 && (size_t)n < sizeof(line)) {
+			/* The GPU's kernel activity log so far (counters follow kernels, kernel_activity.h). */
+			struct emu_gs_klog *kl = emu_gs_klog(s->gs);
+			emu_gs_lock(s->gs);
+			unsigned long long logged = kl->head, dropped = kl->dropped;
+			emu_gs_unlock(s->gs);
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+				      ",\"kernels_logged\":%llu,\"kernels_dropped\":%llu", logged, dropped);
+		}
 		const struct emu_rlc_layout *L = emu_spm_last_layout(s, k);
 		if (L && n > 0 && (size_t)n < sizeof(line)) {
 			line[n++] = ',';

@@ -36,6 +36,8 @@ static bool parse_layout_line(struct truth *t, const char *line)
 		struct st_slot *s = &L.slots[i];
 		s->se = (int)json_integer_value(json_object_get(e, "se"));
 		snprintf(s->block, sizeof(s->block), "%s", json_string_value(json_object_get(e, "block")));
+		const char *nm = json_string_value(json_object_get(e, "name"));
+		snprintf(s->name, sizeof(s->name), "%s", nm ? nm : "");
 		s->instance = (unsigned)json_integer_value(json_object_get(e, "instance"));
 		s->event = (unsigned)json_integer_value(json_object_get(e, "event"));
 		s->width = (unsigned)json_integer_value(json_object_get(e, "width"));

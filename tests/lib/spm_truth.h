@@ -15,10 +15,16 @@
 /* Truth flags (docs/emulator.md): the kernel dropped the sample whole, by its own rule. */
 #define ST_STALLED 1u   /* gen B: the ring was full, the RLC stalled over it (SPM.md 4.2) */
 #define ST_DISCARDED 2u /* gen A: the armed buffer was full, the worker discarded the ring (4.2) */
+#define ST_LATE 4u      /* with one of the above: lost unmade by a device behind real time */
+/* Counters follow kernels: dispatches ran at the sample's time; their count, the newest one's kseq & 0xFFFF. */
+#define ST_KERNEL 8u
+#define ST_KCOUNT(f) (((f) >> 8) & 0xFFu)
+#define ST_KSEQ(f) ((f) >> 16)
 
 struct st_slot {
 	int se;
 	char block[8];
+	char name[40]; /* the counter's name ("" for unknown event ids) */
 	unsigned instance, event, width;
 	bool value; /* "16" or "lo": carries the counter's value; "hi" repeats it */
 	bool clamp;
