@@ -36,14 +36,13 @@ _Static_assert(sizeof(struct emu_aql_dispatch) == 64, "an AQL packet is 64 bytes
 
 static uint64_t emu_kbase_ns = UINT64_MAX, emu_kps_cu;
 
-/* The SPMTAP_EMU_KERNEL_NS entry "name=ns" for `name` (with or without ".kd"); false if none. */
-static bool emu_kernel_override(const char *name, uint64_t *ns)
+const char *emu_kernel_knob(const char *env, const char *name)
 {
-	const char *e = getenv("SPMTAP_EMU_KERNEL_NS");
-	if (!e || !name)
-		return false;
-	size_t nl = strlen(name);
-	for (const char *p = e; *p;) {
+	const char *e = getenv(env);
+	size_t nl = name ? strlen(name) : 0;
+	if (nl >= 3 && !strcmp(name + nl - 3, ".kd"))
+		nl -= 3;
+	for (const char *p = e && name ? e : ""; *p;) {
 		const char *eq = strchr(p, '='), *end = strchr(p, ',');
 		if (!end)
 			end = p + strlen(p);
@@ -51,14 +50,21 @@ static bool emu_kernel_override(const char *name, uint64_t *ns)
 			size_t kl = (size_t)(eq - p);
 			if (kl >= 3 && !strncmp(eq - 3, ".kd", 3))
 				kl -= 3;
-			if (kl == nl && !strncmp(p, name, nl)) {
-				*ns = strtoull(eq + 1, NULL, 10);
-				return true;
-			}
+			if (kl == nl && !strncmp(p, name, nl))
+				return eq + 1;
 		}
 		p = *end ? end + 1 : end;
 	}
-	return false;
+	return NULL;
+}
+
+/* The SPMTAP_EMU_KERNEL_NS entry "name=ns" for `name` (with or without ".kd"); false if none. */
+static bool emu_kernel_override(const char *name, uint64_t *ns)
+{
+	const char *v = emu_kernel_knob("SPMTAP_EMU_KERNEL_NS", name);
+	if (v)
+		*ns = strtoull(v, NULL, 10);
+	return v != NULL;
 }
 
 static uint64_t emu_dispatch_model_ns(const char *name, long double items, uint32_t cus)

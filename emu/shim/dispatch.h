@@ -36,4 +36,11 @@ struct emu_kslot {
 int emu_dispatch_step(struct emu_gpu *g, uint32_t qid, struct emu_kslot *k, const uint8_t *pkt, uint64_t idx,
 		      uint64_t *start_ts, uint64_t *end_ts, char *msg, size_t len);
 
+/*
+ * The value of kernel `name` in the knob list $env ("name=value,..."; a
+ * ".kd" suffix on either side is ignored), or NULL when it has none: the
+ * per-kernel knobs SPMTAP_EMU_KERNEL_NS and SPMTAP_EMU_KERNEL_PROFILE.
+ */
+const char *emu_kernel_knob(const char *env, const char *name);
+
 #endif

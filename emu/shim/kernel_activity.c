@@ -2,6 +2,7 @@
 /* The kernel activity log and per-kernel levels (kernel_activity.h). */
 #include "emu/shim/kernel_activity.h"
 #include "emu/common/emu.h"
+#include "emu/shim/dispatch.h"
 #include "emu/shim/shim.h"
 
 #include <stdlib.h>
@@ -14,23 +15,9 @@ static double emu_level_clamp(double v)
 
 double emu_kact_level(const char *name)
 {
-	const char *e = getenv("SPMTAP_EMU_KERNEL_PROFILE");
-	size_t nl = name ? strlen(name) : 0;
-	if (nl >= 3 && !strcmp(name + nl - 3, ".kd"))
-		nl -= 3;
-	for (const char *p = e && name ? e : ""; *p;) {
-		const char *eq = strchr(p, '='), *end = strchr(p, ',');
-		if (!end)
-			end = p + strlen(p);
-		if (eq && eq < end) {
-			size_t kl = (size_t)(eq - p);
-			if (kl >= 3 && !strncmp(eq - 3, ".kd", 3))
-				kl -= 3;
-			if (kl == nl && !strncmp(p, name, nl))
-				return emu_level_clamp(strtod(eq + 1, NULL));
-		}
-		p = *end ? end + 1 : end;
-	}
+	const char *v = emu_kernel_knob("SPMTAP_EMU_KERNEL_PROFILE", name);
+	if (v)
+		return emu_level_clamp(strtod(v, NULL));
 	const char *d = getenv("SPMTAP_EMU_KERNEL_LEVEL");
 	return emu_level_clamp(d && *d ? strtod(d, NULL) : EMU_KERNEL_LEVEL_DEFAULT);
 }
