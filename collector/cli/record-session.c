@@ -227,10 +227,16 @@ static void summary(struct session *S, double secs)
 			secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
 			st.tb_pairs, st.tb_rejected, tbw, st.tb_ppm);
 		rec_summary_gpu(S, i, secs);
-		if (st.loss_reason[0])
+		/* A poll with no free buffer leaves the armed one armed: loss only if it filled meanwhile. */
+		if (st.loss_reason[0] && (gap || resync))
 			fprintf(stderr, "spmtap record: GPU %u: the loss was not absorbed by the spill queue: %s "
 				"(%.1f MB held in memory at most, %.1f MB through the journal)\n", st.gpu,
 				st.loss_reason, (double)st.spill_mem_peak / 1e6, (double)st.journal_bytes / 1e6);
+		else if (st.loss_reason[0])
+			fprintf(stderr, "spmtap record: GPU %u: %" PRIu64 " poll(s) found no free buffer (%s: %.1f MB "
+				"held in memory at most, %.1f MB through the journal); the armed buffer held the data, "
+				"nothing was lost\n", st.gpu, st.overrun_polls, st.loss_reason,
+				(double)st.spill_mem_peak / 1e6, (double)st.journal_bytes / 1e6);
 		else if (st.journal_bytes)
 			pr_info("record", "GPU %u: %.1f MB waited for the outputs in the journal (%.1f MB in memory at "
 				"most)", st.gpu, (double)st.journal_bytes / 1e6, (double)st.spill_mem_peak / 1e6);
