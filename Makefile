@@ -1,5 +1,7 @@
 # spmtap — see README.md.  `make` builds the library, the CLI and the
 # emulator into build/; `make test` runs the CUnit suites and integration tests.
+# `make` alone builds `all`, whatever rule a variable section above it names first.
+.DEFAULT_GOAL := all
 PREFIX   ?= /usr/local
 LIBDIR   ?= $(PREFIX)/lib
 B        ?= build
