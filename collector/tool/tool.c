@@ -145,8 +145,9 @@ static bool on_done(hsa_signal_value_t v, void *arg)
 	if (p->app.handle) {
 		/*
 		 * The app's own profiling: ROCr's get_dispatch_time reads these
-		 * two from the signal it is given (rocprofiler/roctracer of 5.2
-		 * copy them the same way), then the completion it waits for.
+		 * two from the signal it is given; rocprofiler v1 of ROCm 5.x
+		 * does the same (src/core/tracker.h, Tracker::Complete: copy
+		 * start_ts/end_ts into the original signal, then complete it).
 		 */
 		amd_signal_t *a = (amd_signal_t *)(uintptr_t)p->app.handle;
 		a->start_ts = t->start_ts;
