@@ -232,7 +232,7 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so
-	install -m 755 $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(DESTDIR)$(LIBDIR)/spmtap/
+	install -m 755 $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(TOOL_SO) $(DESTDIR)$(LIBDIR)/spmtap/
 	install -m 644 include/spmtap.h include/spmtap_markers.f90 $(DESTDIR)$(PREFIX)/include/
 	# Generated here, not copied from $(B): $(B)/spmtap.pc keeps the PREFIX of
 	# the build, and `make install PREFIX=...` must point pkg-config at this one.

@@ -13,6 +13,7 @@
  *    ticks of its own signal, equal to the tool's); the two queues overlap;
  *  - no_kernels: --no-kernels loads no tool (no CSV, no "kernels" in the
  *    metadata) and the queues overlap there too;
+ *  - user_tool: an HSA_TOOLS_LIB already set is kept (no kernels recorded);
  *  - overflow: a 2-record channel (SPMTAP_KERNELS_CHANNEL_EVENTS=2): drops
  *    are counted, received + dropped = every dispatch, the app completes.
  */
@@ -471,11 +472,29 @@ static void test_channel(void)
 	kd_reader_free(r);
 }
 
+/* A user's HSA_TOOLS_LIB is kept, not replaced: no channel, no CSV, the app runs (ROCr says its tool is missing). */
+static void test_user_tool(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), "usertool"));
+	char *out = NULL;
+	CU_ASSERT_EQUAL_FATAL(record(dir, 10, NULL, "HSA_TOOLS_LIB=/nonexistent/libusertool.so", &out), 0);
+	CU_ASSERT_EQUAL(access(testenv_path(dir, "run_kernels.csv"), F_OK), -1);
+	json_t *k = meta_kernels(dir);
+	CU_ASSERT_PTR_NULL(k);
+	json_decref(k);
+	size_t nt;
+	free(read_truth(&nt));
+	CU_ASSERT_EQUAL(nt, THREADS * 10);
+	free(out);
+}
+
 static const struct testenv_case cases[] = {
 	{ "channel", test_channel, NULL },
 	{ "many", test_many, need },
 	{ "no_kernels", test_no_kernels, need },
 	{ "overflow", test_overflow, need },
+	{ "user_tool", test_user_tool, need },
 	{ NULL, NULL, NULL },
 };
 

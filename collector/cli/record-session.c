@@ -108,7 +108,7 @@ static int parse_devices(const struct cli_target *t, const char *spec, uint32_t 
 
 /*
  * libspmtap-tool.so for the app: SPMTAP_TOOL_LIB, else beside this
- * executable.  NULL (kernels off, said why) when it is not there, or when the
+ * executable (the build tree), else in <exe dir>/../lib/spmtap/ (installed).  NULL (kernels off, said why) when it is not there, or when the
  * user set HSA_TOOLS_LIB: their tool is left alone, not chained (ROCr 5.2's
  * list syntax is not pinned by a test here), and the recording says so.
  */
@@ -133,6 +133,8 @@ static const char *rec_tool_lib(char *buf, size_t len)
 		if (s)
 			*s = 0;
 		snprintf(buf, len, "%s/libspmtap-tool.so", exe);
+		if (access(buf, R_OK))
+			snprintf(buf, len, "%s/../lib/spmtap/libspmtap-tool.so", exe);
 	}
 	if (access(buf, R_OK)) {
 		fprintf(stderr, "spmtap record: note: %s: %s; kernel dispatches are not recorded\n", buf, strerror(errno));
