@@ -13,6 +13,7 @@
  *    ticks of its own signal, equal to the tool's); the two queues overlap;
  *  - no_kernels: --no-kernels loads no tool (no CSV, no "kernels" in the
  *    metadata) and the queues overlap there too;
+ *  - perfetto: each dispatch is a slice on its queue's track under the GPU;
  *  - user_tool: an HSA_TOOLS_LIB already set is kept (no kernels recorded);
  *  - overflow: a 2-record channel (SPMTAP_KERNELS_CHANNEL_EVENTS=2): drops
  *    are counted, received + dropped = every dispatch, the app completes.
@@ -29,6 +30,7 @@
 #include <sys/mman.h>
 
 #include "collector/lib/kernel_reader.h"
+#include "collector/proto/perfetto_trace.pb-c.h"
 #include "hsa_example.h"
 #include "testenv.h"
 
@@ -225,9 +227,11 @@ static int record(const char *dir, int per, const char *extra_opt, const char *e
 	char *argv[24];
 	int a = 0;
 	argv[a++] = spmtap, argv[a++] = "record", argv[a++] = "--spm", argv[a++] = "SQ_WAVES";
+	/* extra_opt "-fFORMATS" replaces the default -f csv; any other option is added. */
+	bool fmt = extra_opt && !strncmp(extra_opt, "-f", 2);
 	argv[a++] = "-d", argv[a++] = (char *)dir, argv[a++] = "-o", argv[a++] = "run", argv[a++] = "-f";
-	argv[a++] = "csv";
-	if (extra_opt)
+	argv[a++] = fmt ? (char *)extra_opt + 2 : "csv";
+	if (extra_opt && !fmt)
 		argv[a++] = (char *)extra_opt;
 	argv[a++] = "--", argv[a++] = exe, argv[a++] = hsaco, argv[a++] = th, argv[a++] = pt, argv[a++] = "many";
 	argv[a] = NULL;
@@ -472,6 +476,82 @@ static void test_channel(void)
 	kd_reader_free(r);
 }
 
+/*
+ * -f csv,pftrace: every dispatch of the CSV is one slice in the trace, on a
+ * "kernels: queue Q (pid P)" track under the GPU's track, at the CSV's
+ * start_ns/end_ns, named as in the CSV; the phases file gets none of them.
+ */
+static void test_perfetto(void)
+{
+	char dir[PATH_MAX], csv[PATH_MAX], pf[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), "pf"));
+	snprintf(csv, sizeof(csv), "%s", testenv_path(dir, "run_kernels.csv"));
+	snprintf(pf, sizeof(pf), "%s", testenv_path(dir, "run.pftrace"));
+	char *out = NULL;
+	const int per = 100;
+	CU_ASSERT_EQUAL_FATAL(record(dir, per, "-fcsv,pftrace", NULL, &out), 0);
+	free(out);
+	size_t nc;
+	struct row *c = read_csv(csv, &nc);
+	CU_ASSERT_EQUAL_FATAL(nc, (size_t)(THREADS * per));
+	CU_ASSERT_EQUAL(access(testenv_path(dir, "run_phases.csv"), F_OK), -1);
+	FILE *f = fopen(pf, "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)len);
+	CU_ASSERT_FATAL(b && fread(b, 1, (size_t)len, f) == (size_t)len);
+	fclose(f);
+	Perfetto__Protos__Trace *t = perfetto__protos__trace__unpack(NULL, (size_t)len, b);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	/* Tracks: the kernel queues' uuids (and that their parent is a "GPU..." track). */
+	uint64_t kq[8] = { 0 }, gpu_uuid[8] = { 0 }, parent[8] = { 0 };
+	size_t nkq = 0, ngpu = 0;
+	for (size_t i = 0; i < t->n_packet; i++) {
+		const Perfetto__Protos__TrackDescriptor *d = t->packet[i]->track_descriptor;
+		if (!d || !d->name)
+			continue;
+		if (!strncmp(d->name, "kernels: queue ", 15) && nkq < 8) {
+			parent[nkq] = d->has_parent_uuid ? d->parent_uuid : 0;
+			kq[nkq++] = d->uuid;
+		} else if (!strncmp(d->name, "GPU", 3) && !strstr(d->name, "XCC") && ngpu < 8) {
+			gpu_uuid[ngpu++] = d->uuid;
+		}
+	}
+	CU_ASSERT_EQUAL(nkq, 2); /* one per queue */
+	for (size_t k = 0; k < nkq; k++)
+		CU_ASSERT(ngpu >= 1 && parent[k] == gpu_uuid[0]);
+	/* Slices on those tracks: as many as rows, each begin at a row's start_ns with its name. */
+	for (struct row *x = c; x < c + nc; x++)
+		x->used = false;
+	size_t nsl = 0, matched = 0;
+	for (size_t i = 0; i < t->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = t->packet[i];
+		const Perfetto__Protos__TrackEvent *e = p->track_event;
+		if (!e || !e->has_track_uuid || e->type != PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
+			continue;
+		bool mine = false;
+		for (size_t k = 0; k < nkq; k++)
+			mine |= e->track_uuid == kq[k];
+		if (!mine)
+			continue;
+		nsl++;
+		for (struct row *x = c; x < c + nc; x++)
+			if (!x->used && x->start_ns == p->timestamp && e->name && !strcmp(e->name, x->name)) {
+				x->used = true;
+				matched++;
+				break;
+			}
+	}
+	CU_ASSERT_EQUAL(nsl, nc);
+	CU_ASSERT_EQUAL(matched, nc);
+	fprintf(stderr, "  [%zu dispatches, %zu slices on %zu queue tracks under the GPU]\n", nc, nsl, nkq);
+	perfetto__protos__trace__free_unpacked(t, NULL);
+	free(b);
+	free(c);
+}
+
 /* A user's HSA_TOOLS_LIB is kept, not replaced: no channel, no CSV, the app runs (ROCr says its tool is missing). */
 static void test_user_tool(void)
 {
@@ -495,6 +575,7 @@ static const struct testenv_case cases[] = {
 	{ "no_kernels", test_no_kernels, need },
 	{ "overflow", test_overflow, need },
 	{ "user_tool", test_user_tool, need },
+	{ "perfetto", test_perfetto, need },
 	{ NULL, NULL, NULL },
 };
 

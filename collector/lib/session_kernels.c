@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collector/lib/cost.h"
@@ -84,26 +85,46 @@ int ses_kernels_finish(struct session *S, char *err, size_t errlen)
 	      f);
 	size_t n;
 	const struct kd_record *r = kd_reader_records(S->kd, &n);
+	/* Mapped first, under the timebase's lock; written and queued after, without it. */
+	spmtap_host_ns *t = n ? malloc(2 * n * sizeof(*t)) : NULL;
+	if (n && !t) {
+		fclose(f);
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory for kernel dispatch times");
+	}
 	struct sgpu *g = S->ng ? &S->g[0] : NULL;
 	if (g)
 		pthread_mutex_lock(&g->tb_lock);
-	for (size_t i = 0; i < n; i++, r++) {
-		spmtap_host_ns s = 0, e = 0;
-		bool ok = g && r->status == 0 && tb_map_gpu(g->tb, r->start_ticks, &s) >= 0 &&
-			  tb_map_gpu(g->tb, r->end_ticks, &e) >= 0;
-		fprintf(f, "%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",", r->corr, r->pid, r->tid, r->queue_id, r->index);
-		csv_name(f, r->name);
-		fprintf(f, ",%u,%u,%u,%u,%u,%u,", r->grid[0], r->grid[1], r->grid[2], r->wg[0], r->wg[1], r->wg[2]);
-		if (ok)
-			fprintf(f, "%" PRId64 ",%" PRId64 ",", (int64_t)s, (int64_t)e);
-		else
-			fputs(",,", f);
-		fprintf(f, "%" PRIu64 ",%" PRIu64 ",%d\n", r->start_ticks, r->end_ticks, r->status);
+	for (size_t i = 0; i < n; i++) {
+		bool ok = g && r[i].status == 0 && tb_map_gpu(g->tb, r[i].start_ticks, &t[2 * i]) >= 0 &&
+			  tb_map_gpu(g->tb, r[i].end_ticks, &t[2 * i + 1]) >= 0;
+		if (!ok)
+			t[2 * i] = t[2 * i + 1] = -1;
 	}
 	if (g)
 		pthread_mutex_unlock(&g->tb_lock);
+	size_t nslice_fail = 0;
+	for (size_t i = 0; i < n; i++, r++) {
+		int64_t s = t[2 * i], e = t[2 * i + 1];
+		fprintf(f, "%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",", r->corr, r->pid, r->tid, r->queue_id, r->index);
+		csv_name(f, r->name);
+		fprintf(f, ",%u,%u,%u,%u,%u,%u,", r->grid[0], r->grid[1], r->grid[2], r->wg[0], r->wg[1], r->wg[2]);
+		if (s >= 0) {
+			fprintf(f, "%" PRId64 ",%" PRId64 ",", s, e);
+			/* A slice on its queue's track in the Perfetto output (the CSV/SQLite writers skip it). */
+			struct series_slice sl = { .start_ns = s, .end_ns = e, .name = r->name,
+						   .track = (uint32_t)r->queue_id, .category = "kernel", .pid = r->pid };
+			if (e >= s && session_add_phase(S, &sl) < 0)
+				nslice_fail++;
+		} else {
+			fputs(",,", f);
+		}
+		fprintf(f, "%" PRIu64 ",%" PRIu64 ",%d\n", r->start_ticks, r->end_ticks, r->status);
+	}
+	free(t);
 	if (fclose(f))
 		return spmtap_seterr(err, errlen, EIO, "%s: write failed", S->o.kernels_csv);
+	if (nslice_fail)
+		return spmtap_seterr(err, errlen, ENOMEM, "out of memory for %zu kernel slices", nslice_fail);
 	return 0;
 }
 
