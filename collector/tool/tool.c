@@ -134,6 +134,14 @@ static void name_of(uint64_t kobj, char *out)
 		__atomic_fetch_add(&chan->unnamed, 1, __ATOMIC_RELAXED);
 }
 
+static void pend_put(struct pend *p)
+{
+	pthread_mutex_lock(&free_lock);
+	p->next = free_list;
+	free_list = p;
+	pthread_mutex_unlock(&free_lock);
+}
+
 /* ROCr's async signal thread: the GPU completed the dispatch. */
 static bool on_done(hsa_signal_value_t v, void *arg)
 {
@@ -156,10 +164,7 @@ static bool on_done(hsa_signal_value_t v, void *arg)
 	}
 	name_of(p->r.kernel_object, p->r.name);
 	emit(&p->r);
-	pthread_mutex_lock(&free_lock);
-	p->next = free_list;
-	free_list = p;
-	pthread_mutex_unlock(&free_lock);
+	pend_put(p);
 	return false; /* once */
 }
 
@@ -211,6 +216,7 @@ static void intercept(const void *pkts, uint64_t count, uint64_t user_index, voi
 				k.completion_signal = p->app;
 				r->status = -EIO;
 				emit(r);
+				pend_put(p);
 			}
 		}
 		writer(&k, 1);
