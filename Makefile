@@ -80,7 +80,22 @@ CLI      := $(B)/spmtap
 .SECONDARY:
 
 .PHONY: all test check-asan check-tsan bench fuzz soak install clean
-all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI)
+TOOL_SO  := $(if $(wildcard /usr/include/hsa/hsa_api_trace.h),$(B)/libspmtap-tool.so)
+all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI) $(TOOL_SO)
+
+# libspmtap-tool.so, loaded into the application by ROCr (HSA_TOOLS_LIB) under
+# `spmtap record -- app` (docs/architecture.md "Kernels").  Built where ROCr's
+# tools header is installed, without $(SAN): the application and ROCr that
+# load it are not instrumented (a sanitizer runtime cannot come in by dlopen).
+# One C++ file, because hsa_api_trace.h is C++.
+TOOL_CFLAGS := $(CPPFLAGS) $(OPT) $(WARN) -fPIC -fvisibility=hidden
+$(B)/libspmtap-tool.so: collector/tool/tool.c collector/tool/tool_onload.cpp collector/tool/tool.h \
+		collector/lib/kernel_shm.h
+	@mkdir -p $(B)/obj/collector/tool
+	$(CC) -std=c11 $(TOOL_CFLAGS) -c -o $(B)/obj/collector/tool/tool.o collector/tool/tool.c
+	$(CXX) -std=c++17 -DAMD_INTERNAL_BUILD $(filter-out -Wstrict-prototypes -Wmissing-prototypes,$(TOOL_CFLAGS)) \
+	  -c -o $(B)/obj/collector/tool/tool_onload.o collector/tool/tool_onload.cpp
+	$(CXX) -shared -o $@ $(B)/obj/collector/tool/tool.o $(B)/obj/collector/tool/tool_onload.o -lpthread
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -219,7 +234,7 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so
-	install -m 755 $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(DESTDIR)$(LIBDIR)/spmtap/
+	install -m 755 $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(TOOL_SO) $(DESTDIR)$(LIBDIR)/spmtap/
 	install -m 644 include/spmtap.h include/spmtap_markers.f90 $(DESTDIR)$(PREFIX)/include/
 	# Generated here, not copied from $(B): $(B)/spmtap.pc keeps the PREFIX of
 	# the build, and `make install PREFIX=...` must point pkg-config at this one.

@@ -51,7 +51,10 @@ const char cmd_record_usage[] =
 	"                         GPU reference clock); recorded in every output\n"
 	"  -- app args            run the application; record until it exits; exit\n"
 	"                         with its status; its spmtap_region_begin/end markers\n"
-	"                         become phases in every output (docs/markers.md)\n"
+	"                         become phases in every output (docs/markers.md);\n"
+	"                         its kernel dispatches go to NAME_kernels.csv\n"
+	"                         (libspmtap-tool.so through HSA_TOOLS_LIB)\n"
+	"  --no-kernels           with an app: do not load libspmtap-tool.so into it\n"
 	"  --phases FILE          phases (start_ns,end_ns,name CSV) to add to the outputs;\n"
 	"                         `--phases emulator`: the emulated workload's load/idle\n"
 	"                         schedule, its ground truth (repeatable)\n"
@@ -142,7 +145,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
 	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
-	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES, O_SPILL_MEM, O_KEEP_RAW };
+	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES, O_SPILL_MEM, O_KEEP_RAW, O_NO_KERNELS };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -162,6 +165,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "buffer-size", required_argument, NULL, O_BUFSIZE },
 		{ "spill-mem", required_argument, NULL, O_SPILL_MEM },
 		{ "keep-raw", no_argument, NULL, O_KEEP_RAW },
+		{ "no-kernels", no_argument, NULL, O_NO_KERNELS },
 		{ "spm", required_argument, NULL, O_SPM },
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "per-se", no_argument, NULL, O_PER_SE },
@@ -282,6 +286,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			}
 			break;
 		case O_KEEP_RAW: o->keep_raw = true; break;
+		case O_NO_KERNELS: o->no_kernels = true; break;
 		case O_SPM:
 			if (add_names(o, optarg) < 0) {
 				fprintf(stderr, "spmtap record: out of memory\n");

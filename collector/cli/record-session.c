@@ -7,6 +7,7 @@
  * output, its layout beside it) or the raw container (--raw -o FILE).
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "collector/cli/record.h"
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/marker_shm.h"
+#include "collector/lib/kernel_shm.h"
 #include "collector/cli/emu-schedule.h"
 #include "collector/lib/power_dedt.h"
 #include "collector/lib/session.h"
@@ -102,6 +104,43 @@ static int parse_devices(const struct cli_target *t, const char *spec, uint32_t 
 	}
 	free(dup);
 	return rc;
+}
+
+/*
+ * libspmtap-tool.so for the app: SPMTAP_TOOL_LIB, else beside this
+ * executable (the build tree), else in <exe dir>/../lib/spmtap/ (installed).  NULL (kernels off, said why) when it is not there, or when the
+ * user set HSA_TOOLS_LIB: their tool is left alone, not chained (ROCr 5.2's
+ * list syntax is not pinned by a test here), and the recording says so.
+ */
+static const char *rec_tool_lib(char *buf, size_t len)
+{
+	const char *u = getenv("HSA_TOOLS_LIB");
+	if (u && *u) {
+		fprintf(stderr, "spmtap record: note: HSA_TOOLS_LIB is already set (%s): it is kept and kernel "
+				"dispatches are not recorded (unset it, or pass --no-kernels to silence this)\n", u);
+		return NULL;
+	}
+	const char *e = getenv("SPMTAP_TOOL_LIB");
+	if (e && *e) {
+		snprintf(buf, len, "%s", e);
+	} else {
+		char exe[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n <= 0)
+			return NULL;
+		exe[n] = 0;
+		char *s = strrchr(exe, '/');
+		if (s)
+			*s = 0;
+		snprintf(buf, len, "%s/libspmtap-tool.so", exe);
+		if (access(buf, R_OK))
+			snprintf(buf, len, "%s/../lib/spmtap/libspmtap-tool.so", exe);
+	}
+	if (access(buf, R_OK)) {
+		fprintf(stderr, "spmtap record: note: %s: %s; kernel dispatches are not recorded\n", buf, strerror(errno));
+		return NULL;
+	}
+	return buf;
 }
 
 static char *join_argv(int argc, char **argv)
@@ -511,6 +550,10 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 	}
 	cmdline = join_argv(o->argc, o->argv);
 	char *jbase = journal_base(o, formats, outdir, name);
+	/* Kernel dispatches from inside the app: docs/cli/spmtap-record.md "Kernels". */
+	char toolbuf[PATH_MAX], kcsv[PATH_MAX + 64];
+	const char *tool = o->app && !o->no_kernels ? rec_tool_lib(toolbuf, sizeof(toolbuf)) : NULL;
+	snprintf(kcsv, sizeof(kcsv), "%s/%s_kernels.csv", outdir ? outdir : ".", name);
 	struct catchup cu = { .tty = isatty(STDERR_FILENO), .signals0 = -1, .last = -1.0 };
 	struct session_opts so = {
 		.devs = t.devs, .ndev = t.ndev, .gpus = gpus, .ngpus = ngpus, .backend = t.ops, .submitter = o->submitter,
@@ -521,6 +564,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
 		.dir = outdir ? outdir : ".", .name = name, .formats = fmts, .nformats = nfmt,
 		.command_line = cmdline, .markers = o->app != NULL,
+		.kernels = tool != NULL, .kernels_csv = tool ? kcsv : NULL,
 		.raw_path = o->raw ? o->out : NULL,
 		.ticks_csv = formats || o->raw ? NULL : o->out ? o->out : "-",
 		.device_spec = o->device, .duration_s = o->duration,
@@ -571,6 +615,11 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 			char fd[16];
 			snprintf(fd, sizeof(fd), "%d", session_markers_fd(S));
 			setenv(MK_ENV_FD, fd, 1);
+			if (tool) {
+				snprintf(fd, sizeof(fd), "%d", session_kernels_fd(S));
+				setenv(KD_ENV_FD, fd, 1);
+				setenv("HSA_TOOLS_LIB", tool, 1);
+			}
 			execvp(o->app[0], o->app);
 			fprintf(stderr, "spmtap record: %s: %s\n", o->app[0], strerror(errno));
 			_exit(127);
@@ -648,6 +697,13 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		fprintf(stderr, "spmtap record: WARNING: markers lost: %" PRIu64 " events dropped (a thread's ring "
 			"was full), %" PRIu64 " threads beyond the %u slots, %" PRIu64 " begin/end left unpaired\n",
 			ms.dropped, ms.threads_refused, MK_SLOTS, ms.unmatched);
+	uint64_t kn, kd;
+	if (session_kernels_counts(S, &kn, &kd) == 0) {
+		fprintf(stderr, "spmtap record: kernels: %" PRIu64 " dispatches in %s\n", kn, kcsv);
+		if (kd)
+			fprintf(stderr, "spmtap record: WARNING: kernel dispatches lost: %" PRIu64 " dropped (the "
+				"channel was full; metadata \"kernels\")\n", kd);
+	}
 	if (sched.n)
 		fprintf(stderr, "spmtap record: %zu phases from the emulated workload's schedule\n", sched.n);
 	for (size_t i = 0; i < session_ngpus(S); i++) {

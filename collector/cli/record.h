@@ -40,6 +40,7 @@ struct rec_opts {
 	bool size_given;
 	uint64_t spill_mem;                  /* --spill-mem (0: the default, rec_spill_default()) */
 	bool keep_raw;                       /* --keep-raw: keep the journal */
+	bool no_kernels;                     /* --no-kernels: no libspmtap-tool.so in the app */
 	/* --spm */
 	char *spm_names;                     /* strdup'd --spm arguments, joined */
 	const char *counters[REC_MAX_COUNTERS];

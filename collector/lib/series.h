@@ -70,7 +70,8 @@ struct series_slice {
 	int64_t start_ns, end_ns; /* CLOCK_BOOTTIME */
 	const char *name;
 	uint32_t track;           /* markers: the thread id; 0 for other phases */
-	const char *category;     /* "marker", "file", "emulator"; NULL: "phase" */
+	const char *category;     /* "marker", "file", "emulator", "kernel" (a dispatch: Perfetto only,
+				   * track = its queue id); NULL: "phase" */
 	uint32_t depth;           /* nesting depth within its track, 0 = outermost */
 	uint32_t pid;             /* markers: the process id; else 0 */
 };

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/lib/kernel_reader.h"
 #include "collector/lib/marker_reader.h"
 #include "collector/lib/outset.h"
 #include "collector/lib/session_priv.h"
@@ -81,6 +82,7 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	}
 	S->mk_fd = -1;
+	S->kd_fd = -1;
 	atomic_store(&S->end_boot, INT64_MAX);
 	*out = S;
 	if (o->markers) {
@@ -88,6 +90,9 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 		if (rc < 0)
 			return rc;
 	}
+	int krc = ses_kernels_open(S, err, errlen);
+	if (krc < 0)
+		return krc;
 	char reason[SPM_ERRLEN] = "";
 	S->bops = o->backend;
 	if (!S->bops) {
@@ -185,6 +190,13 @@ int session_start(struct session *S, char *err, size_t errlen)
 			goto out;
 		}
 		S->mk_running = true;
+	}
+	if (S->kd) {
+		if (pthread_create(&S->kd_thr, NULL, ses_kernels_main, S)) {
+			rc = spmtap_seterr(err, errlen, EAGAIN, "cannot start the kernel dispatch thread");
+			goto out;
+		}
+		S->kd_running = true;
 	}
 	for (size_t i = 0; i < S->ng && !rc; i++) {
 		struct sgpu *g = &S->g[i];
@@ -340,6 +352,13 @@ int session_stop(struct session *S, char *err, size_t errlen)
 			ses_add_pair(S, &S->g[i]);
 		ses_sleep_ms(1);
 	}
+	/* Dispatches mapped through the pairs just taken, which cover the last of them. */
+	{
+		char ke[SES_ERRLEN] = "";
+		int krc = ses_kernels_finish(S, ke, sizeof(ke));
+		if (krc < 0)
+			ses_set_error(S, krc, ke);
+	}
 	spsc_close(&S->q);
 	if (S->writer_running) {
 		pthread_join(S->writer_thr, NULL);
@@ -349,10 +368,15 @@ int session_stop(struct session *S, char *err, size_t errlen)
 	char *tbs = json_dumps(tb, JSON_COMPACT), *accs = json_dumps(acc, JSON_COMPACT);
 	json_decref(tb);
 	json_decref(acc);
-	char *mks = NULL;
+	char *mks = NULL, *kds = NULL;
 	if (S->mk) {
 		json_t *m = mk_reader_json(S->mk);
 		mks = json_dumps(m, JSON_COMPACT);
+		json_decref(m);
+	}
+	if (S->kd) {
+		json_t *m = ses_kernels_json(S);
+		kds = json_dumps(m, JSON_COMPACT);
 		json_decref(m);
 	}
 	for (size_t k = 0; k < S->nw; k++) {
@@ -364,6 +388,8 @@ int session_stop(struct session *S, char *err, size_t errlen)
 				rc = S->wops[k]->note(S->w[k], "accounting", accs ? accs : "[]", e, sizeof(e));
 			if (!rc && mks)
 				rc = S->wops[k]->note(S->w[k], "markers", mks, e, sizeof(e));
+			if (!rc && kds)
+				rc = S->wops[k]->note(S->w[k], "kernels", kds, e, sizeof(e));
 			if (rc < 0)
 				ses_set_error(S, rc, e);
 		}
@@ -371,6 +397,7 @@ int session_stop(struct session *S, char *err, size_t errlen)
 	free(tbs);
 	free(accs);
 	free(mks);
+	free(kds);
 	/* The whole metadata, "complete" unless something failed, into every output before it ends. */
 	e[0] = 0;
 	int mrc = ses_meta_update(S, true, e, sizeof(e));
@@ -450,6 +477,11 @@ void session_close(struct session *S)
 	if (S->b)
 		S->bops->close(S->b);
 	mk_reader_free(S->mk);
+	if (S->kd_running) {
+		atomic_store(&S->kd_stop, true);
+		pthread_join(S->kd_thr, NULL);
+	}
+	kd_reader_free(S->kd);
 	for (size_t k = 0; k < S->nw; k++)
 		free(S->paths[k]);
 	free(S->outs);

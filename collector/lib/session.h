@@ -106,6 +106,15 @@ struct session_opts {
 	 * regions written as phases into every output.
 	 */
 	bool markers;
+	/*
+	 * Open the kernel dispatch channel (docs/architecture.md "Kernels"): an
+	 * application started with session_kernels_fd() in SPMTAP_KERNELS_FD and
+	 * libspmtap-tool.so in HSA_TOOLS_LIB has its dispatches received; at the
+	 * stop they are written to kernels_csv (docs/formats/kernels-csv.md)
+	 * when it is set, and counted in the metadata's "kernels".
+	 */
+	bool kernels;
+	const char *kernels_csv;
 };
 
 /* Per XCC stream: every byte retired is one of these (docs/architecture.md). */
@@ -181,6 +190,10 @@ void session_progress(struct session *s, struct session_progress *p);
 int session_add_phase(struct session *s, const struct series_slice *ph);
 /* The marker channel's descriptor for the application's SPMTAP_MARKERS_FD, or -1 without --markers. */
 int session_markers_fd(const struct session *s);
+/* The kernel dispatch channel's descriptor for the application (o.kernels), else -1. */
+int session_kernels_fd(const struct session *s);
+/* Dispatches received and dropped (channel full, no slot, untimed); -ENOENT without the channel. */
+int session_kernels_counts(const struct session *s, uint64_t *received, uint64_t *dropped);
 struct mk_stats;
 /* What the marker channel saw; -ENOENT without it.  Complete after session_stop. */
 int session_marker_stats(const struct session *s, struct mk_stats *st);

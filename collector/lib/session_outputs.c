@@ -119,6 +119,9 @@ static json_t *full_meta(struct session *S, bool final)
 		json_t *mk = markers_json(S);
 		if (mk)
 			json_object_set_new(m, "markers", mk);
+		json_t *kd = ses_kernels_json(S);
+		if (kd)
+			json_object_set_new(m, "kernels", kd);
 		/* docs/formats/meta-cost.md: every thread has ended, the last flush is counted */
 		json_object_set_new(m, "cost", cost_json(ses_cost(S)));
 	} else {

@@ -118,6 +118,12 @@ struct session {
 	pthread_t mk_thr;
 	bool mk_running;
 	atomic_bool mk_stop;
+	/* the kernel dispatch channel (o.kernels) and its thread: session_kernels.c */
+	struct kd_reader *kd;
+	int kd_fd;
+	pthread_t kd_thr;
+	bool kd_running;
+	atomic_bool kd_stop;
 	int64_t t0_mono;
 	/*
 	 * The recording's window, CLOCK_BOOTTIME ns: from when the outputs open
@@ -181,6 +187,10 @@ void ses_smi_sink(const struct series_chunk *c, void *arg);
 void *ses_writer_main(void *arg);
 void *ses_clock_main(void *arg);
 void *ses_marker_main(void *arg);
+int ses_kernels_open(struct session *S, char *err, size_t errlen);
+void *ses_kernels_main(void *arg);
+int ses_kernels_finish(struct session *S, char *err, size_t errlen);
+json_t *ses_kernels_json(const struct session *S);
 struct mk_region;
 int ses_marker_emit(const struct mk_region *r, void *user);
 void ses_add_pair(struct session *S, struct sgpu *g);

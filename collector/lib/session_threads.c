@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "collector/lib/marker_reader.h"
@@ -55,7 +56,8 @@ void *ses_writer_main(void *arg)
 				if (rc < 0)
 					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
 			}
-			atomic_fetch_add(&S->phases, 1);
+			if (!it->slice->category || strcmp(it->slice->category, "kernel"))
+				atomic_fetch_add(&S->phases, 1);
 			free(it);
 			continue;
 		}

@@ -345,6 +345,9 @@ static int csvs_slice(struct writer *w, const struct series_slice *sl, char *err
 {
 	if (w->error)
 		return fail(w, -w->error, err, errlen, "%s: an earlier error stopped this writer", w->base);
+	/* Kernel dispatches have their own file (NAME_kernels.csv), not phases. */
+	if (sl->category && !strcmp(sl->category, "kernel"))
+		return 0;
 	struct csvs_file *cf = &w->phases;
 	int rc = file_open(w, cf, CSVS_PHASES, err, errlen);
 	if (!rc)

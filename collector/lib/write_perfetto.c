@@ -763,7 +763,14 @@ static int slice_track(struct writer *w, const struct series_slice *s, uint64_t 
 		 sizeof(*w->slice_tracks)))
 		return -ENOMEM;
 	char name[96];
-	if (!strcmp(cat, "marker"))
+	uint64_t parent = 0;
+	if (!strcmp(cat, "kernel")) {
+		/* A queue of the app's kernel dispatches: under the first GPU, when its track is declared. */
+		snprintf(name, sizeof(name), "kernels: queue %u (pid %u)", s->track, s->pid);
+		for (size_t i = 0; i < w->ngroups && !parent; i++)
+			if (w->groups[i].xcc < 0)
+				parent = w->groups[i].uuid;
+	} else if (!strcmp(cat, "marker"))
 		snprintf(name, sizeof(name), "markers: pid %u thread %u", s->pid, s->track);
 	else if (!strcmp(cat, "emulator"))
 		snprintf(name, sizeof(name), "phases: emulator workload");
@@ -772,7 +779,7 @@ static int slice_track(struct writer *w, const struct series_slice *s, uint64_t 
 	else
 		snprintf(name, sizeof(name), "phases: %s", cat);
 	pf_track t;
-	track_init(&t, w->next_uuid, 0, name);
+	track_init(&t, w->next_uuid, parent, name);
 	int rc = emit_track(w, &t);
 	if (rc)
 		return rc;

@@ -6,10 +6,15 @@
  * and the raw GPU ticks the packet processor wrote into the completion
  * signal.
  *
- * Usage: hsa_dispatch CODE.hsaco [THREADS=4] [DISPATCHES_PER_THREAD=8]
+ * Usage: hsa_dispatch CODE.hsaco [THREADS=4] [DISPATCHES_PER_THREAD=8] [many]
  * Thread t submits to queue t % 2 without waiting, kernel (t + i) % 3 of
  * add1 (1024 work-items), scale (4096) and nop (64); main then waits for
  * every completion signal.  Exit status 0 when every dispatch completed.
+ * `many` (tens of thousands of dispatches, as test_kernels runs under
+ * spmtap record): kernel (t + i) % 5, adding saxpy (2048) and zero (512);
+ * each thread keeps at most BATCH dispatches in flight, each with its own
+ * completion signal reused batch after batch, and prints a batch's lines
+ * once it has waited for it.
  */
 #include <hsa/amd_hsa_signal.h>
 #include <hsa/hsa.h>
@@ -22,10 +27,11 @@
 #include <time.h>
 
 #define NQUEUES 2
-#define NKERNELS 3
+#define NKERNELS 5
+#define BATCH 16
 
-static const char *const kname[NKERNELS] = { "add1", "scale", "nop" };
-static const uint32_t kgrid[NKERNELS] = { 1024, 4096, 64 };
+static const char *const kname[NKERNELS] = { "add1", "scale", "nop", "saxpy", "zero" };
+static const uint32_t kgrid[NKERNELS] = { 1024, 4096, 64, 2048, 512 };
 
 struct kernel {
 	uint64_t object;
@@ -45,7 +51,8 @@ static hsa_amd_memory_pool_t kernarg_pool, fine_pool;
 static hsa_queue_t *queues[NQUEUES];
 static struct kernel kernels[NKERNELS];
 static struct dispatch *dispatches;
-static int nthreads, per_thread;
+static int nthreads, per_thread, nkernels = 3, many;
+static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *buffer; /* 4096 ints/floats that add1 and scale work on */
 
 static void check(hsa_status_t s, const char *what)
@@ -164,12 +171,30 @@ static void submit(struct dispatch *d)
 	d->packet = idx;
 }
 
+static int waited(struct dispatch *d); /* below: 0, or 1 when it never completed */
+
 static void *thread_main(void *arg)
 {
 	int t = (int)(intptr_t)arg;
-	for (int i = 0; i < per_thread; i++)
-		submit(&dispatches[t * per_thread + i]);
-	return NULL;
+	if (!many) {
+		for (int i = 0; i < per_thread; i++)
+			submit(&dispatches[t * per_thread + i]);
+		return NULL;
+	}
+	/* dispatches[t * BATCH ..] are this thread's BATCH reusable ones. */
+	intptr_t failed = 0;
+	for (int i = 0; i < per_thread; i += BATCH) {
+		int n = per_thread - i < BATCH ? per_thread - i : BATCH;
+		for (int b = 0; b < n; b++) {
+			struct dispatch *d = &dispatches[t * BATCH + b];
+			d->kernel = (t + i + b) % nkernels;
+			hsa_signal_store_relaxed(d->done, 1);
+			submit(d);
+		}
+		for (int b = 0; b < n; b++)
+			failed += waited(&dispatches[t * BATCH + b]);
+	}
+	return (void *)failed;
 }
 
 static double now_s(void)
@@ -187,7 +212,10 @@ int main(int argc, char **argv)
 	}
 	nthreads = argc > 2 ? atoi(argv[2]) : 4;
 	per_thread = argc > 3 ? atoi(argv[3]) : 8;
-	if (nthreads < 1 || nthreads > 64 || per_thread < 1 || per_thread > 10000)
+	many = argc > 4 && !strcmp(argv[4], "many");
+	if (many)
+		nkernels = NKERNELS;
+	if (nthreads < 1 || nthreads > 64 || per_thread < 1 || per_thread > (many ? 1000000 : 10000))
 		return 2;
 	check(hsa_init(), "hsa_init");
 	check(hsa_iterate_agents(find_gpu, NULL), "agents");
@@ -219,16 +247,18 @@ int main(int argc, char **argv)
 	check(hsa_amd_memory_pool_allocate(fine_pool, 4096 * 4, 0, &buffer), "buffer");
 	check(hsa_amd_agents_allow_access(1, &gpu, NULL, buffer), "buffer access");
 	memset(buffer, 0, 4096 * 4);
-	int n = nthreads * per_thread;
+	int n = many ? nthreads * BATCH : nthreads * per_thread;
 	dispatches = calloc((size_t)n, sizeof(*dispatches));
 	if (!dispatches)
 		return 1;
 	for (int t = 0; t < nthreads; t++)
 		for (int i = 0; i < per_thread; i++) {
-			struct dispatch *d = &dispatches[t * per_thread + i];
+			if (many && i >= BATCH)
+				break;
+			struct dispatch *d = &dispatches[t * (many ? BATCH : per_thread) + i];
 			d->thread = t;
 			d->queue = t % NQUEUES;
-			d->kernel = (t + i) % NKERNELS;
+			d->kernel = (t + i) % nkernels;
 			check(hsa_signal_create(1, 0, NULL, &d->done), "signal");
 			check(hsa_amd_memory_pool_allocate(kernarg_pool, 64, 0, &d->kernarg), "kernarg");
 			float f = 2.0f;
@@ -239,33 +269,17 @@ int main(int argc, char **argv)
 	for (int t = 0; t < nthreads; t++)
 		if (pthread_create(&th[t], NULL, thread_main, (void *)(intptr_t)t))
 			return 1;
-	for (int t = 0; t < nthreads; t++)
-		pthread_join(th[t], NULL);
-
 	int failed = 0;
-	double deadline = now_s() + 60;
-	for (int i = 0; i < n; i++) {
-		struct dispatch *d = &dispatches[i];
-		while (hsa_signal_wait_scacquire(d->done, HSA_SIGNAL_CONDITION_LT, 1, 100000000, HSA_WAIT_STATE_BLOCKED) >= 1)
-			if (now_s() > deadline)
-				break;
-		if (hsa_signal_load_scacquire(d->done) >= 1) {
-			fprintf(stderr, "hsa_dispatch: thread %d's dispatch of %s (queue %d, packet %llu) never completed\n",
-				d->thread, kname[d->kernel], d->queue, (unsigned long long)d->packet);
-			failed++;
-			continue;
-		}
-		hsa_amd_profiling_dispatch_time_t t;
-		check(hsa_amd_profiling_get_dispatch_time(gpu, d->done, &t), "dispatch time");
-		/* An hsa_signal_t's handle is the address of its amd_signal_t (hsa/amd_hsa_signal.h). */
-		const amd_signal_t *s = (const amd_signal_t *)(uintptr_t)d->done.handle;
-		printf("{\"thread\":%d,\"queue\":%d,\"queue_id\":%llu,\"packet\":%llu,\"kernel\":\"%s\",\"grid\":%u,"
-		       "\"start_ns\":%llu,\"end_ns\":%llu,\"start_ts\":%llu,\"end_ts\":%llu}\n",
-		       d->thread, d->queue, (unsigned long long)queues[d->queue]->id, (unsigned long long)d->packet,
-		       kname[d->kernel], kgrid[d->kernel], (unsigned long long)t.start, (unsigned long long)t.end,
-		       (unsigned long long)s->start_ts, (unsigned long long)s->end_ts);
+	for (int t = 0; t < nthreads; t++) {
+		void *f = NULL;
+		pthread_join(th[t], &f);
+		failed += (int)(intptr_t)f;
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && !many; i++)
+		failed += waited(&dispatches[i]);
+	if (many)
+		n = nthreads * per_thread;
+	for (int i = 0; i < (many ? nthreads * BATCH : n); i++) {
 		hsa_signal_destroy(dispatches[i].done);
 		hsa_amd_memory_pool_free(dispatches[i].kernarg);
 	}
@@ -279,4 +293,36 @@ int main(int argc, char **argv)
 	free(co);
 	fprintf(stderr, "hsa_dispatch: %d of %d dispatches completed\n", n - failed, n);
 	return failed ? 1 : 0;
+}
+
+/* Waits for one dispatch and prints its line (what ROCr's profiling says of it); 1 when it failed. */
+static int waited(struct dispatch *d)
+{
+	double deadline = now_s() + 60;
+	while (hsa_signal_wait_scacquire(d->done, HSA_SIGNAL_CONDITION_LT, 1, 100000000, HSA_WAIT_STATE_BLOCKED) >= 1)
+		if (now_s() > deadline)
+			break;
+	if (hsa_signal_load_scacquire(d->done) >= 1) {
+		fprintf(stderr, "hsa_dispatch: thread %d's dispatch of %s (queue %d, packet %llu) never completed\n",
+			d->thread, kname[d->kernel], d->queue, (unsigned long long)d->packet);
+		return 1;
+	}
+	hsa_amd_profiling_dispatch_time_t t;
+	check(hsa_amd_profiling_get_dispatch_time(gpu, d->done, &t), "dispatch time");
+	/* An hsa_signal_t's handle is the address of its amd_signal_t (hsa/amd_hsa_signal.h). */
+	const amd_signal_t *s = (const amd_signal_t *)(uintptr_t)d->done.handle;
+	pthread_mutex_lock(&print_lock);
+	printf("{\"thread\":%d,\"queue\":%d,\"queue_id\":%llu,\"packet\":%llu,\"kernel\":\"%s\",\"grid\":%u,"
+	       "\"start_ns\":%llu,\"end_ns\":%llu,\"start_ts\":%llu,\"end_ts\":%llu}\n",
+	       d->thread, d->queue, (unsigned long long)queues[d->queue]->id, (unsigned long long)d->packet,
+	       kname[d->kernel], kgrid[d->kernel], (unsigned long long)t.start, (unsigned long long)t.end,
+	       (unsigned long long)s->start_ts, (unsigned long long)s->end_ts);
+	pthread_mutex_unlock(&print_lock);
+	/* ROCr's times from the signal's stamps: none (0) or reversed means the profiling broke. */
+	if (!s->start_ts || s->end_ts < s->start_ts || t.end < t.start) {
+		fprintf(stderr, "hsa_dispatch: FAIL: dispatch of %s (queue %d, packet %llu) has no valid profiling times\n",
+			kname[d->kernel], d->queue, (unsigned long long)d->packet);
+		return 1;
+	}
+	return 0;
 }

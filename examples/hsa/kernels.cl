@@ -18,3 +18,17 @@ __kernel void scale(__global float *p, float f)
 __kernel void nop(void)
 {
 }
+
+__kernel void saxpy(__global float *y, float a)
+{
+	unsigned i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() +
+		     __builtin_amdgcn_workitem_id_x();
+	y[i] = a * y[i] + 1.0f;
+}
+
+__kernel void zero(__global int *p)
+{
+	unsigned i = __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() +
+		     __builtin_amdgcn_workitem_id_x();
+	p[i] = 0;
+}
