@@ -31,6 +31,7 @@
 #include "spm/catalog.h"
 #include "spm_truth.h"
 #include "hsa_example.h"
+#include "jline.h"
 #include "testenv.h"
 
 #define SPEC "mi210"
@@ -45,21 +46,6 @@ static char dtruth[PATH_MAX], struth[PATH_MAX];
 
 /* ---- the dispatch truth ---------------------------------------------------------------------- */
 
-static bool jget_u64(const char *line, const char *key, unsigned long long *v)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	const char *p = strstr(line, k);
-	return p && sscanf(p + strlen(k), "%llu", v) == 1;
-}
-
-static bool jget_dbl(const char *line, const char *key, double *v)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	const char *p = strstr(line, k);
-	return p && sscanf(p + strlen(k), "%lf", v) == 1;
-}
 
 struct disp {
 	unsigned long long start, end, kseq;

@@ -25,6 +25,7 @@
 
 #include "emu/common/emu.h"
 #include "hsa_example.h"
+#include "jline.h"
 #include "testenv.h"
 
 #define SPEC "mi210,mi250x" /* three GPU nodes: the MI250X card has two GCDs; its first is ROCr's GPU 1 */
@@ -34,32 +35,6 @@
 
 static struct emu_gpu_desc G[4];
 static char truth[PATH_MAX];
-
-/* ---- small JSON-line readers (the lines are ours and flat) ---------------------------------- */
-
-static bool jget_u64(const char *line, const char *key, unsigned long long *v)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	const char *p = strstr(line, k);
-	return p && sscanf(p + strlen(k), "%llu", v) == 1;
-}
-
-static bool jget_str(const char *line, const char *key, char *out, size_t len)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":\"", key);
-	const char *p = strstr(line, k);
-	if (!p)
-		return false;
-	p += strlen(k);
-	size_t n = strcspn(p, "\"");
-	if (n >= len)
-		return false;
-	memcpy(out, p, n);
-	out[n] = 0;
-	return true;
-}
 
 struct tline {
 	unsigned long long gpu_id, queue, index, start, end, grid, kobj;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "emu/common/emu.h"
+#include "jline.h"
 #include "testenv.h"
 
 #define SPEC "mi210,mi250x" /* three GPU nodes: the MI250X card has two GCDs; its first is ROCr's GPU 1 */
@@ -40,29 +41,6 @@ static const unsigned long long sizes[NSIZES] = { 4096, 1000003, 8388608, 125951
 static struct emu_gpu_desc G[4];
 static char truth[PATH_MAX];
 
-static bool jget_u64(const char *line, const char *key, unsigned long long *v)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	const char *p = strstr(line, k);
-	return p && sscanf(p + strlen(k), "%llu", v) == 1;
-}
-
-static bool jget_str(const char *line, const char *key, char *out, size_t len)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":\"", key);
-	const char *p = strstr(line, k);
-	if (!p)
-		return false;
-	p += strlen(k);
-	size_t n = strcspn(p, "\"");
-	if (n >= len)
-		return false;
-	memcpy(out, p, n);
-	out[n] = 0;
-	return true;
-}
 
 /* Runs argv (stdout into out); exit status. */
 static int run(char *const argv[], char *out, size_t outlen)

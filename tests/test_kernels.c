@@ -32,6 +32,7 @@
 #include "collector/lib/kernel_reader.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
 #include "hsa_example.h"
+#include "jline.h"
 #include "testenv.h"
 
 #define TICK_NS 10 /* the emulated GPU clock is 100 MHz (emu/shim/gpu_clock.c) */
@@ -62,29 +63,6 @@ static int cmp_ticks(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static bool jget_u64(const char *line, const char *key, unsigned long long *v)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":", key);
-	const char *p = strstr(line, k);
-	return p && sscanf(p + strlen(k), "%llu", v) == 1;
-}
-
-static bool jget_str(const char *line, const char *key, char *out, size_t len)
-{
-	char k[64];
-	snprintf(k, sizeof(k), "\"%s\":\"", key);
-	const char *p = strstr(line, k);
-	if (!p)
-		return false;
-	p += strlen(k);
-	size_t n = strcspn(p, "\"");
-	if (n >= len)
-		return false;
-	memcpy(out, p, n);
-	out[n] = 0;
-	return true;
-}
 
 /* The truth's user dispatches (KFD queue, ring index, ticks, name, grid). */
 static struct row *read_truth(size_t *n)
