@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "collector/analysis/figure.h"
+#include "collector/analysis/kernel_counters.h"
 #include "log.h"
 
 struct fig_data {
@@ -284,6 +285,53 @@ static int sensor_series(const struct sa_signal *sg, bool pre, const struct span
 	return 0;
 }
 
+/*
+ * The GPU's dispatches as slices, a track per application queue (pid and
+ * queue id) in order of first use; queues beyond PLOT_MAX_TRACKS share the
+ * last track (the note says so).
+ */
+static int add_kernels(const struct recording *r, uint32_t gpu, struct plot_figure *f, char *note, size_t notelen,
+		       char *err, size_t errlen)
+{
+	struct { int64_t pid; uint64_t q; } key[PLOT_MAX_TRACKS];
+	int nk = 0, rc = 0;
+	bool pids = false, merged = false;
+	const struct rec_kernels *K = &r->kernels;
+	for (size_t i = 0; i < K->n; i++)
+		pids |= K->v[i].mapped && K->v[i].pid != K->v[0].pid;
+	for (size_t i = 0; !rc && i < K->n; i++) {
+		const struct rec_dispatch *d = &K->v[i];
+		if (!d->mapped || kc_dispatch_gpu(r, d) != gpu)
+			continue;
+		int k = 0;
+		while (k < nk && (key[k].pid != d->pid || key[k].q != d->queue_id))
+			k++;
+		if (k == nk && nk == PLOT_MAX_TRACKS) {
+			k = nk - 1;
+			merged = true;
+		} else if (k == nk) {
+			char label[64];
+			if (pids)
+				snprintf(label, sizeof(label), "pid %lld queue %llu", (long long)d->pid,
+					 (unsigned long long)d->queue_id);
+			else
+				snprintf(label, sizeof(label), "queue %llu", (unsigned long long)d->queue_id);
+			key[nk].pid = d->pid;
+			key[nk].q = d->queue_id;
+			rc = plot_figure_add_track(f, label, err, errlen);
+			if (rc < 0)
+				break;
+			rc = 0;
+			nk++;
+		}
+		rc = plot_figure_add_slice(f, k, d->start_ns, d->end_ns, d->kernel, err, errlen);
+	}
+	if (!rc && merged && note)
+		snprintf(note + strlen(note), notelen - strlen(note), "%smore than %d queues: the last track holds the rest",
+			 note[0] ? "; " : "", PLOT_MAX_TRACKS);
+	return rc;
+}
+
 int fig_build(const struct recording *r, uint32_t gpu, const struct sa_trace *tr, const struct sa_report *rep,
 	      const struct fig_opts *o, struct plot_figure **fig, struct fig_data **data, char *note, size_t notelen,
 	      char *err, size_t errlen)
@@ -440,6 +488,8 @@ int fig_build(const struct recording *r, uint32_t gpu, const struct sa_trace *tr
 						    err, errlen);
 		}
 	}
+	if (!rc && !(o && o->no_kernels))
+		rc = add_kernels(r, gpu, f, note, notelen, err, errlen);
 	if (!rc && note && selected > FIG_MAX_PHASES)
 		snprintf(note + strlen(note), notelen - strlen(note), "%s%zu phases: too many to shade; select some "
 			 "with --phase NAME", note[0] ? "; " : "", selected);
