@@ -299,6 +299,36 @@ static int add_kernels(const struct recording *r, uint32_t gpu, struct plot_figu
 	const struct rec_kernels *K = &r->kernels;
 	for (size_t i = 0; i < K->n; i++)
 		pids |= K->v[i].mapped && K->v[i].pid != K->v[0].pid;
+	/* the lanes in (pid, queue) order, so that queue 1 is above queue 2 whichever ran first */
+	for (size_t i = 0; i < K->n; i++) {
+		const struct rec_dispatch *d = &K->v[i];
+		if (!d->mapped || kc_dispatch_gpu(r, d) != gpu)
+			continue;
+		int k = 0;
+		while (k < nk && (key[k].pid != d->pid || key[k].q != d->queue_id))
+			k++;
+		if (k < nk)
+			continue;
+		if (nk == PLOT_MAX_TRACKS) {
+			merged = true;
+			continue;
+		}
+		for (k = nk++; k > 0 && (key[k - 1].pid > d->pid || (key[k - 1].pid == d->pid && key[k - 1].q > d->queue_id));
+		     k--)
+			key[k] = key[k - 1];
+		key[k].pid = d->pid;
+		key[k].q = d->queue_id;
+	}
+	for (int k = 0; !rc && k < nk; k++) {
+		char label[64];
+		if (pids)
+			snprintf(label, sizeof(label), "pid %lld queue %llu", (long long)key[k].pid,
+				 (unsigned long long)key[k].q);
+		else
+			snprintf(label, sizeof(label), "queue %llu", (unsigned long long)key[k].q);
+		rc = plot_figure_add_track(f, label, err, errlen);
+		rc = rc < 0 ? rc : 0;
+	}
 	for (size_t i = 0; !rc && i < K->n; i++) {
 		const struct rec_dispatch *d = &K->v[i];
 		if (!d->mapped || kc_dispatch_gpu(r, d) != gpu)
@@ -306,25 +336,7 @@ static int add_kernels(const struct recording *r, uint32_t gpu, struct plot_figu
 		int k = 0;
 		while (k < nk && (key[k].pid != d->pid || key[k].q != d->queue_id))
 			k++;
-		if (k == nk && nk == PLOT_MAX_TRACKS) {
-			k = nk - 1;
-			merged = true;
-		} else if (k == nk) {
-			char label[64];
-			if (pids)
-				snprintf(label, sizeof(label), "pid %lld queue %llu", (long long)d->pid,
-					 (unsigned long long)d->queue_id);
-			else
-				snprintf(label, sizeof(label), "queue %llu", (unsigned long long)d->queue_id);
-			key[nk].pid = d->pid;
-			key[nk].q = d->queue_id;
-			rc = plot_figure_add_track(f, label, err, errlen);
-			if (rc < 0)
-				break;
-			rc = 0;
-			nk++;
-		}
-		rc = plot_figure_add_slice(f, k, d->start_ns, d->end_ns, d->kernel, err, errlen);
+		rc = plot_figure_add_slice(f, k < nk ? k : nk - 1, d->start_ns, d->end_ns, d->kernel, err, errlen);
 	}
 	if (!rc && merged && note)
 		snprintf(note + strlen(note), notelen - strlen(note), "%smore than %d queues: the last track holds the rest",
