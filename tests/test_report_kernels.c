@@ -14,6 +14,8 @@
  *    boundary inside the kernel's dispatches; kernels and outside_kernels
  *    add up to the truth's sum over the recorded samples;
  *  - per_dispatch: the same per dispatch, matched by its GPU ticks;
+ *  - lost: samples taken out of most of one dispatch: it gets no value, the
+ *    coverage reason instead, and dispatches clear of the hole keep theirs;
  *  - sqlite: a SQLite recording's kernel_dispatch table (made here from
  *    the CSV with kout's schema when the writer does not make it yet) gives
  *    the same answer as the CSV; --no-kernels leaves "kernels" out.
@@ -223,7 +225,13 @@ static bool by_ptr(const struct disp *d, const void *arg)
 }
 
 /* `spmtap report DIR... --json OUT` with extra options; the JSON, or NULL. */
+static json_t *report3(const char *what, const char *opt1, const char *opt2, const char *opt3, int want_rc);
 static json_t *report(const char *what, const char *opt1, const char *opt2)
+{
+	return report3(what, opt1, opt2, NULL, 0);
+}
+
+static json_t *report3(const char *what, const char *opt1, const char *opt2, const char *opt3, int want_rc)
 {
 	char spmtap[PATH_MAX + 32], out[PATH_MAX + 32], log[PATH_MAX + 16];
 	snprintf(spmtap, sizeof(spmtap), "%s/spmtap", testenv_build_dir());
@@ -236,11 +244,13 @@ static json_t *report(const char *what, const char *opt1, const char *opt2)
 		argv[a++] = (char *)opt1;
 	if (opt2)
 		argv[a++] = (char *)opt2;
+	if (opt3)
+		argv[a++] = (char *)opt3;
 	argv[a] = NULL;
 	int rc = run(argv, NULL, log);
-	if (rc)
+	if (rc != want_rc)
 		tail_log(log);
-	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_EQUAL(rc, want_rc);
 	return json_load_file(out, 0, NULL);
 }
 
@@ -321,6 +331,10 @@ static void test_by_name(void)
 	CU_ASSERT_EQUAL_FATAL(json_array_size(arr), NNAMES);
 	CU_ASSERT_EQUAL(json_integer_value(json_object_get(k, "dispatches")), nd);
 	CU_ASSERT(jnum(k, "concurrent_ns") > 0);
+	/* the phases beside the kernels: the whole recording as one, with its counters */
+	json_t *ph0 = json_array_get(json_object_get(j, "phases"), 0);
+	CU_ASSERT_PTR_NOT_NULL(ph0);
+	CU_ASSERT(jtotal(ph0, "SQ_WAVES") > 0);
 	double sum_kernels[2] = { 0, 0 };
 	bool seen[NNAMES] = { false };
 	for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -463,6 +477,68 @@ static void test_sqlite(void)
 	json_decref(c);
 }
 
+/*
+ * A stretch of samples lost inside one dispatch (rows taken out of a copy of the recording): that
+ * dispatch gets no counter value, only the reason; dispatches clear of the stretch keep theirs.
+ */
+static void test_lost(void)
+{
+	if (!record_once())
+		return;
+	json_t *full = report(dir, "--per-dispatch", NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(full);
+	json_t *arr = json_object_get(json_object_get(full, "kernels"), "by_dispatch");
+	/* the longest dispatch: its last 80 % loses its samples */
+	json_t *victim = NULL;
+	for (size_t i = 0; i < json_array_size(arr); i++)
+		if (!victim || jnum(json_array_get(arr, i), "time_ns") > jnum(victim, "time_ns"))
+			victim = json_array_get(arr, i);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(victim);
+	double s0 = jnum(victim, "start_ns"), e0 = jnum(victim, "end_ns");
+	double cut0 = s0 + 0.2 * (e0 - s0), cut1 = e0;
+	char cut[PATH_MAX], cmd[4 * PATH_MAX];
+	snprintf(cut, sizeof(cut), "%s", testenv_path(testenv_tmpdir(), "cut"));
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s/r_meta.json %s/r_smi.csv %s/r_kernels.csv %s/ && "
+		 "awk -F, 'NR == 1 || $3 < %.0f || $3 > %.0f' %s/r_spm.csv > %s/r_spm.csv", cut, dir, dir, dir, cut,
+		 cut0, cut1, dir, cut);
+	CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+	/* the file has fewer rows than its metadata says: exit 65 without --accept-truncated */
+	json_t *lost = report3(cut, "--per-dispatch", "--accept-truncated", NULL, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(lost);
+	json_t *la = json_object_get(json_object_get(lost, "kernels"), "by_dispatch");
+	CU_ASSERT_EQUAL_FATAL(json_array_size(la), json_array_size(arr));
+	size_t kept = 0, blank = 0;
+	for (size_t i = 0; i < json_array_size(la); i++) {
+		json_t *e = json_array_get(la, i), *f = NULL;
+		for (size_t k = 0; k < json_array_size(arr); k++)
+			if (jnum(json_array_get(arr, k), "corr_id") == jnum(e, "corr_id"))
+				f = json_array_get(arr, k);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		json_t *g = json_object_get(json_object_get(e, "gpus"), "0");
+		double s = jnum(e, "start_ns"), en = jnum(e, "end_ns");
+		if (jnum(e, "corr_id") == jnum(victim, "corr_id")) {
+			CU_ASSERT_EQUAL(json_object_get(g, "has_value"), json_false());
+			CU_ASSERT(isnan(jtotal(e, "SQ_WAVES")));
+			const char *why = json_string_value(json_object_get(g, "reason"));
+			CU_ASSERT(why && strstr(why, "coverage"));
+			CU_ASSERT(jnum(g, "coverage") < 0.3);
+			fprintf(stderr, "  %s#%.0f: %s\n", json_string_value(json_object_get(e, "name")), jnum(e, "corr_id"),
+				why ? why : "(no reason)");
+			blank++;
+		} else if (en < cut0 - 100000 || s > cut1 + 100000) {
+			/* clear of the stretch (and of the sample after it, 0.1 ms): the same numbers */
+			CU_ASSERT_EQUAL(json_object_get(g, "has_value"), json_true());
+			CU_ASSERT_DOUBLE_EQUAL(jtotal(e, "SQ_WAVES"), jtotal(f, "SQ_WAVES"), 1e-9 * jtotal(f, "SQ_WAVES") + 1e-6);
+			kept++;
+		}
+	}
+	CU_ASSERT_EQUAL(blank, 1);
+	CU_ASSERT(kept >= 5);
+	fprintf(stderr, "  %zu dispatch(es) clear of the lost stretch kept their totals\n", kept);
+	json_decref(lost);
+	json_decref(full);
+}
+
 static const char *need(void)
 {
 	return hsa_example_need();
@@ -472,6 +548,7 @@ static const struct testenv_case cases[] = {
 	{ "by_name", test_by_name, need },
 	{ "per_dispatch", test_per_dispatch, need },
 	{ "sqlite", test_sqlite, need },
+	{ "lost", test_lost, need },
 	{ NULL, NULL, NULL },
 };
 
