@@ -1772,10 +1772,75 @@ static void browser_hangs(void)
 		unsetenv("SPMTAP_CHROMIUM");
 }
 
+/*
+ * Dispatch tracks (plot.h): lanes under the last panel, clear of its x tick
+ * labels, on the panels' time axis; a slice filled in its label's colour,
+ * the label inside only where it fits, every label in the key, each lane's
+ * name in the legend column, and the time axis title under it all.
+ */
+static void tracks(void)
+{
+	char err[256];
+	struct plot_figure *f;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_new(&f, "tracks", err, sizeof(err)), 0);
+	static int64_t t[2] = { 0, 100000000 };
+	static double v[2] = { 1, 2 };
+	int p = plot_figure_add_panel(f, "x", err, sizeof(err));
+	struct plot_series s = { .name = "x", .panel = p, .t_ns = t, .v = v, .n = 2 };
+	CU_ASSERT(plot_figure_add_series(f, &s, err, sizeof(err)) >= 0);
+	CU_ASSERT_EQUAL(plot_figure_add_track(f, "queue 1", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_track(f, "queue 2", err, sizeof(err)), 1);
+	CU_ASSERT_EQUAL(plot_figure_add_slice(f, 0, 0, 40000000, "a_long_kernel_name", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_slice(f, 0, 50000000, 50100000, "tiny", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(plot_figure_add_slice(f, 1, 20000000, 60000000, "other", err, sizeof(err)), 0);
+	CU_ASSERT(plot_figure_add_slice(f, 2, 0, 1, "x", err, sizeof(err)) < 0);
+	CU_ASSERT(plot_figure_add_slice(f, 0, 2, 1, "x", err, sizeof(err)) < 0);
+	struct plot_layout L;
+	CU_ASSERT_EQUAL_FATAL(plot_figure_layout(f, &L, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(L.ntracks, 2);
+	const struct plot_rect *P = &L.panel[0];
+	CU_ASSERT(L.track[0].y >= P->y + P->h + 20); /* under the tick labels */
+	CU_ASSERT(L.track[1].y >= L.track[0].y + L.track[0].h);
+	CU_ASSERT(L.key.y >= L.track[1].y + L.track[1].h);
+	CU_ASSERT(L.key.y + L.key.h <= L.height);
+	CU_ASSERT_EQUAL(L.track[0].x, P->x);
+	CU_ASSERT_EQUAL(L.track[0].w, P->w);
+	char *png;
+	size_t len;
+	CU_ASSERT_EQUAL_FATAL(plot_render_mem(f, PLOT_FMT_PNG, &png, &len, err, sizeof(err)), 0);
+	struct browser_image img;
+	CU_ASSERT_EQUAL_FATAL(browser_image_load_mem(png, len, &img, err, sizeof(err)), 0);
+	/* on the panels' time axis: 0..40 ms of 100 is the lane's first 40 %, in label 0's colour */
+	int y = (int)L.track[0].y + 2;
+	CU_ASSERT(browser_rgb_near(browser_px(&img, (int)(P->x + P->w * 0.05), y), plot_slice_rgb(0), 8));
+	CU_ASSERT(browser_rgb_near(browser_px(&img, (int)(P->x + P->w * 0.38), y), plot_slice_rgb(0), 8));
+	CU_ASSERT(!browser_rgb_near(browser_px(&img, (int)(P->x + P->w * 0.45), y), plot_slice_rgb(0), 8));
+	/* the 100 us slice: at least a pixel wide, in label 1's colour */
+	CU_ASSERT(browser_rgb_near(browser_px(&img, (int)(P->x + P->w * 0.50) + 0, y), plot_slice_rgb(1), 8) ||
+		  browser_rgb_near(browser_px(&img, (int)(P->x + P->w * 0.50) + 1, y), plot_slice_rgb(1), 8));
+	int y1 = (int)L.track[1].y + 2;
+	CU_ASSERT(browser_rgb_near(browser_px(&img, (int)(P->x + P->w * 0.25), y1), plot_slice_rgb(2), 8));
+	CU_ASSERT(!browser_rgb_near(browser_px(&img, (int)(P->x + P->w * 0.15), y1), plot_slice_rgb(2), 8));
+	browser_image_free(&img);
+	free(png);
+	char *svg = render_svg(f);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+	char buf[1024];
+	CU_ASSERT_EQUAL(svg_texts(svg, "slice", buf, sizeof(buf)), 2);
+	CU_ASSERT(has_line(buf, "a_long_kernel_name") && has_line(buf, "other") && !has_line(buf, "tiny"));
+	CU_ASSERT_EQUAL(svg_texts(svg, "key", buf, sizeof(buf)), 3);
+	CU_ASSERT(has_line(buf, "tiny"));
+	CU_ASSERT_EQUAL(svg_texts(svg, "track", buf, sizeof(buf)), 2);
+	CU_ASSERT(has_line(buf, "queue 1") && has_line(buf, "queue 2"));
+	free(svg);
+	plot_figure_free(f);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
 		{ "plot/ticks", ticks, NULL },
+		{ "plot/tracks", tracks, NULL },
 		{ "plot/files", files, NULL },
 		{ "plot/errors", errors, NULL },
 		{ "plot/png_pixels", png_pixels, NULL },

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "collector/analysis/figure.h"
+#include "collector/analysis/kernel_counters.h"
 #include "log.h"
 
 struct fig_data {
@@ -284,6 +285,65 @@ static int sensor_series(const struct sa_signal *sg, bool pre, const struct span
 	return 0;
 }
 
+/*
+ * The GPU's dispatches as slices, a track per application queue (pid and
+ * queue id) in order of first use; queues beyond PLOT_MAX_TRACKS share the
+ * last track (the note says so).
+ */
+static int add_kernels(const struct recording *r, uint32_t gpu, struct plot_figure *f, char *note, size_t notelen,
+		       char *err, size_t errlen)
+{
+	struct { int64_t pid; uint64_t q; } key[PLOT_MAX_TRACKS];
+	int nk = 0, rc = 0;
+	bool pids = false, merged = false;
+	const struct rec_kernels *K = &r->kernels;
+	for (size_t i = 0; i < K->n; i++)
+		pids |= K->v[i].mapped && K->v[i].pid != K->v[0].pid;
+	/* the lanes in (pid, queue) order, so that queue 1 is above queue 2 whichever ran first */
+	for (size_t i = 0; i < K->n; i++) {
+		const struct rec_dispatch *d = &K->v[i];
+		if (!d->mapped || kc_dispatch_gpu(r, d) != gpu)
+			continue;
+		int k = 0;
+		while (k < nk && (key[k].pid != d->pid || key[k].q != d->queue_id))
+			k++;
+		if (k < nk)
+			continue;
+		if (nk == PLOT_MAX_TRACKS) {
+			merged = true;
+			continue;
+		}
+		for (k = nk++; k > 0 && (key[k - 1].pid > d->pid || (key[k - 1].pid == d->pid && key[k - 1].q > d->queue_id));
+		     k--)
+			key[k] = key[k - 1];
+		key[k].pid = d->pid;
+		key[k].q = d->queue_id;
+	}
+	for (int k = 0; !rc && k < nk; k++) {
+		char label[64];
+		if (pids)
+			snprintf(label, sizeof(label), "pid %lld queue %llu", (long long)key[k].pid,
+				 (unsigned long long)key[k].q);
+		else
+			snprintf(label, sizeof(label), "queue %llu", (unsigned long long)key[k].q);
+		rc = plot_figure_add_track(f, label, err, errlen);
+		rc = rc < 0 ? rc : 0;
+	}
+	for (size_t i = 0; !rc && i < K->n; i++) {
+		const struct rec_dispatch *d = &K->v[i];
+		if (!d->mapped || kc_dispatch_gpu(r, d) != gpu)
+			continue;
+		int k = 0;
+		while (k < nk && (key[k].pid != d->pid || key[k].q != d->queue_id))
+			k++;
+		rc = plot_figure_add_slice(f, k < nk ? k : nk - 1, d->start_ns, d->end_ns, d->kernel, err, errlen);
+	}
+	if (!rc && merged && note)
+		snprintf(note + strlen(note), notelen - strlen(note), "%smore than %d queues: the last track holds the rest",
+			 note[0] ? "; " : "", PLOT_MAX_TRACKS);
+	return rc;
+}
+
 int fig_build(const struct recording *r, uint32_t gpu, const struct sa_trace *tr, const struct sa_report *rep,
 	      const struct fig_opts *o, struct plot_figure **fig, struct fig_data **data, char *note, size_t notelen,
 	      char *err, size_t errlen)
@@ -440,6 +500,8 @@ int fig_build(const struct recording *r, uint32_t gpu, const struct sa_trace *tr
 						    err, errlen);
 		}
 	}
+	if (!rc && !(o && o->no_kernels))
+		rc = add_kernels(r, gpu, f, note, notelen, err, errlen);
 	if (!rc && note && selected > FIG_MAX_PHASES)
 		snprintf(note + strlen(note), notelen - strlen(note), "%s%zu phases: too many to shade; select some "
 			 "with --phase NAME", note[0] ? "; " : "", selected);

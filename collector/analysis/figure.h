@@ -5,11 +5,14 @@
  * summed over the XCCs), each in a panel of its own, and its power below,
  * energy-derived and as the sensors report it, on one time axis; the
  * phases shaded and, where the sensor characterisation gives one, each
- * power signal's confidence window per phase.
+ * power signal's confidence window per phase; and when the recording has
+ * the application's dispatches, a track per queue under the panels with
+ * each dispatch as a slice named by its kernel.
  */
 #ifndef SPMTAP_ANALYSIS_FIGURE_H
 #define SPMTAP_ANALYSIS_FIGURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +29,7 @@ struct fig_opts {
 	size_t nphase;
 	int width, height;        /* 0: the plot defaults */
 	const char *title;        /* NULL: "GPU N: name (gfx)" */
+	bool no_kernels;          /* leave the recording's dispatches out (else a track per queue under the panels) */
 };
 
 /* Arrays the figure borrows (plot.h): free after the last render. */

@@ -148,6 +148,12 @@ void plot_figure_free(struct plot_figure *f)
 	free(f->markers);
 	free(f->levels);
 	free(f->spans);
+	for (int i = 0; i < f->ntracks; i++)
+		free(f->track[i]);
+	for (size_t i = 0; i < f->nslabels; i++)
+		free(f->slabels[i]);
+	free(f->slabels);
+	free(f->slices);
 	free(f);
 }
 
@@ -375,5 +381,47 @@ int plot_figure_panel_note(struct plot_figure *f, int panel, const char *text, c
 		return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory");
 	free(f->panel[panel].note);
 	f->panel[panel].note = n;
+	return 0;
+}
+
+/* Slice fills: darker than the phase bands (they are small and must read on white), Okabe-Ito-like. */
+static const uint32_t slice_rgb[PLOT_SLICE_COLORS] = {
+	0x56B4E9u, 0xE69F00u, 0x009E73u, 0xCC79A7u, 0xF0E442u, 0x0072B2u, 0xD55E00u, 0x999999u,
+};
+
+uint32_t plot_slice_rgb(size_t label_index)
+{
+	return slice_rgb[label_index % PLOT_SLICE_COLORS];
+}
+
+int plot_figure_add_track(struct plot_figure *f, const char *label, char *err, size_t errlen)
+{
+	if (f->ntracks == PLOT_MAX_TRACKS)
+		return spmtap_seterr(err, errlen, E2BIG, "plot: at most %d tracks", PLOT_MAX_TRACKS);
+	if (dup_opt(label ? label : "", &f->track[f->ntracks]))
+		return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory");
+	return f->ntracks++;
+}
+
+int plot_figure_add_slice(struct plot_figure *f, int track, int64_t start_ns, int64_t end_ns, const char *label,
+			  char *err, size_t errlen)
+{
+	if (track < 0 || track >= f->ntracks)
+		return spmtap_seterr(err, errlen, EINVAL, "plot: no track %d", track);
+	if (end_ns < start_ns)
+		return spmtap_seterr(err, errlen, EINVAL, "plot: slice '%s' ends before it starts", label ? label : "");
+	size_t k = 0;
+	const char *l = label ? label : "";
+	while (k < f->nslabels && strcmp(f->slabels[k], l))
+		k++;
+	if (k == f->nslabels) {
+		if (grow((void **)&f->slabels, &f->cap_slabels, f->nslabels, sizeof(*f->slabels)) ||
+		    dup_opt(l, &f->slabels[f->nslabels]))
+			return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory");
+		f->nslabels++;
+	}
+	if (grow((void **)&f->slices, &f->cap_slices, f->nslices, sizeof(*f->slices)))
+		return spmtap_seterr(err, errlen, ENOMEM, "plot: out of memory");
+	f->slices[f->nslices++] = (struct plot_slice){ track, start_ns, end_ns, k };
 	return 0;
 }

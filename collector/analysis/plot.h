@@ -192,6 +192,25 @@ int plot_figure_add_marker(struct plot_figure *f, int64_t t_ns, const char *labe
 int plot_figure_add_level(struct plot_figure *f, int panel, double y, const char *label, char *err,
 			  size_t errlen);
 
+/*
+ * Tracks: lanes under the panels on the same time axis, one per queue (or
+ * GPU), for what ran there: kernel dispatches as slices, filled in a
+ * colour per distinct slice label (PLOT_SLICE_COLORS, repeating), the label
+ * written inside a slice where it fits, the lane's label in the legend
+ * column, and a key row of the labels' colours under the lanes.
+ * At most PLOT_MAX_TRACKS lanes; slices of a lane may not overlap (they
+ * are drawn in order; a later one covers an earlier one).
+ */
+#define PLOT_MAX_TRACKS 8
+#define PLOT_TRACK_H 16
+#define PLOT_SLICE_COLORS 8
+uint32_t plot_slice_rgb(size_t label_index);
+/* A lane labelled `label` ("queue 1"); returns its index. */
+int plot_figure_add_track(struct plot_figure *f, const char *label, char *err, size_t errlen);
+/* A slice [start, end] in lane `track`, labelled (its colour follows the label). */
+int plot_figure_add_slice(struct plot_figure *f, int track, int64_t start_ns, int64_t end_ns, const char *label,
+			  char *err, size_t errlen);
+
 /* ---- layout: where things land, for callers and tests ------------------ */
 
 struct plot_rect {
@@ -205,6 +224,9 @@ struct plot_layout {
 	int npanels;
 	struct plot_rect panel[PLOT_MAX_PANELS];   /* inside the axes; integer edges */
 	struct plot_rect legend[PLOT_MAX_PANELS];
+	int ntracks;
+	struct plot_rect track[PLOT_MAX_TRACKS];   /* the lanes under the last panel, x as the panels' */
+	struct plot_rect key;                      /* the slice labels' colour key under the lanes; h 0: none */
 	int64_t t0_ns, t1_ns;                      /* time range across panel[].w */
 };
 
@@ -218,7 +240,8 @@ int plot_figure_layout(const struct plot_figure *f, struct plot_layout *out, cha
  * font-size> per string at its place (transparent: the glyphs show it),
  * so a browser can find and select it and a test can read it.  KIND is
  * title, phase, marker, level, ytick, xtick, ylabel, xlabel, legend,
- * span (the "lost"/"saturated" labels) or note.
+ * span (the "lost"/"saturated" labels), note, track (a lane's label),
+ * slice (a label inside a slice) or key (the colour key's labels).
  */
 
 enum plot_format { PLOT_FMT_SVG = 1, PLOT_FMT_PNG, PLOT_FMT_PDF };

@@ -699,7 +699,78 @@ static void draw_axes(const struct plot_figure *f, const struct plot_frame *fr, 
 	const struct plot_rect *r = &fr->L.panel[last];
 	snprintf(lab, sizeof(lab), "time [%s] from %s", fr->unit, f->origin_name ? f->origin_name : "start");
 	font(cr, 12, false);
-	text_at(fr, cr, "xlabel", r->x + r->w / 2, r->y + r->h + 36, 0.5, lab);
+	text_at(fr, cr, "xlabel", r->x + r->w / 2, r->y + r->h + (fr->below ? fr->below + 18 : 36), 0.5, lab);
+}
+
+/*
+ * The tracks (plot.h): per lane a faint baseline, its slices filled in
+ * their label's colour with a 1 px darker edge where they are wide enough
+ * to have one, the label inside where it fits; the lane's name in the
+ * legend column; then the key row, as many labels as fit.
+ */
+static void draw_tracks(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
+{
+	char buf[256];
+	if (!fr->L.ntracks)
+		return;
+	const struct plot_rect *p0 = &fr->L.panel[0];
+	double xr = p0->x + p0->w;
+	for (int k = 0; k < fr->L.ntracks; k++) {
+		const struct plot_rect *r = &fr->L.track[k];
+		rgb(cr, 0xF2F2F2u, 1);
+		cairo_rectangle(cr, r->x, r->y, r->w, r->h);
+		cairo_fill(cr);
+		font(cr, 11, false);
+		rgb(cr, PLOT_RGB_TEXT, 1);
+		text_at(fr, cr, "track", xr + 14, r->y + r->h - 3, 0,
+			fit(cr, f->track[k], fr->L.legend[0].w, buf, sizeof(buf)));
+	}
+	for (size_t i = 0; i < f->nslices; i++) {
+		const struct plot_slice *sl = &f->slices[i];
+		const struct plot_rect *r = &fr->L.track[sl->track];
+		double a = fmax(x_of(fr, sl->t0), r->x), b = fmin(x_of(fr, sl->t1), r->x + r->w);
+		if (b < r->x || a > r->x + r->w)
+			continue;
+		if (b - a < 1) /* a dispatch shorter than a pixel still shows */
+			b = a + 1;
+		uint32_t c = plot_slice_rgb(sl->label);
+		rgb(cr, c, 1);
+		cairo_rectangle(cr, a, r->y, b - a, r->h);
+		cairo_fill(cr);
+		if (b - a >= 4) {
+			rgb(cr, 0x222222u, 0.45);
+			cairo_set_line_width(cr, 1);
+			cairo_rectangle(cr, a + 0.5, r->y + 0.5, b - a - 1, r->h - 1);
+			cairo_stroke(cr);
+		}
+		font(cr, 10, false);
+		const char *l = f->slabels[sl->label];
+		if (*l && text_w(cr, l) + 6 <= b - a) {
+			rgb(cr, PLOT_RGB_TEXT, 1);
+			text_at(fr, cr, "slice", (a + b) / 2, r->y + r->h - 4, 0.5, l);
+		}
+	}
+	/* the key: a swatch and the label, left to right, while they fit */
+	const struct plot_rect *kr = &fr->L.key;
+	double x = kr->x;
+	font(cr, 11, false);
+	for (size_t i = 0; i < f->nslabels; i++) {
+		const char *l = *f->slabels[i] ? f->slabels[i] : "(unnamed)";
+		double w = 14 + text_w(cr, l) + 14;
+		if (x + w > kr->x + kr->w) {
+			rgb(cr, PLOT_RGB_TEXT, 1);
+			snprintf(buf, sizeof(buf), "and %zu more", f->nslabels - i);
+			if (x + text_w(cr, buf) <= xr + fr->L.legend[0].w)
+				text_at(fr, cr, "key", x, kr->y + kr->h - 3, 0, buf);
+			break;
+		}
+		rgb(cr, plot_slice_rgb(i), 1);
+		cairo_rectangle(cr, x, kr->y + 3, 10, 10);
+		cairo_fill(cr);
+		rgb(cr, PLOT_RGB_TEXT, 1);
+		text_at(fr, cr, "key", x + 14, kr->y + kr->h - 3, 0, l);
+		x += w;
+	}
 }
 
 static void draw_legends(const struct plot_figure *f, const struct plot_frame *fr, cairo_t *cr)
@@ -813,6 +884,7 @@ int plot_draw(const struct plot_figure *f, const struct plot_frame *fr, cairo_t 
 	draw_windows(f, fr, cr);
 	draw_markers(f, fr, cr);
 	draw_axes(f, fr, cr);
+	draw_tracks(f, fr, cr);
 	draw_legends(f, fr, cr);
 	draw_title(f, fr, cr);
 	if (draw_labels(f, fr, cr))

@@ -55,6 +55,12 @@ struct plot_level {
 	char *label;
 };
 
+struct plot_slice {
+	int track;
+	int64_t t0, t1;
+	size_t label;        /* index into the figure's slice labels */
+};
+
 struct plot_figure {
 	char *title;
 	int width, height;           /* height 0: from the panel count */
@@ -77,6 +83,12 @@ struct plot_figure {
 	struct plot_span *spans;
 	size_t nspans, cap_spans;
 	size_t nnames;               /* distinct phase names */
+	int ntracks;
+	char *track[PLOT_MAX_TRACKS];
+	struct plot_slice *slices;
+	size_t nslices, cap_slices;
+	char **slabels;              /* distinct slice labels, in order of appearance */
+	size_t nslabels, cap_slabels;
 };
 
 int plot_default_height(int npanels);
@@ -190,6 +202,7 @@ struct plot_frame {
 		int lanes;          /* confidence-window lanes at the bottom */
 	} p[PLOT_MAX_PANELS];
 	int *lane;                  /* [nseries]: the series' window lane, -1 for none */
+	int below;                  /* px of tracks under the last panel (the time axis title goes under them) */
 	struct plot_textlog *log;   /* where text drawn is logged; NULL: nowhere */
 };
 

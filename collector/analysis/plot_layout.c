@@ -22,6 +22,7 @@
 #define MIN_PANEL_H 60
 #define MIN_PLOT_W 120
 #define LANE_H 10
+#define TRACK_GAP 22 /* under the last panel: its x tick labels, then the lanes */
 
 static double text_w(cairo_t *cr, const char *s, double size)
 {
@@ -53,6 +54,10 @@ static void time_range(const struct plot_figure *f, int64_t *t0, int64_t *t1)
 	for (size_t i = 0; i < f->nwindows; i++) {
 		lo = f->windows[i].t0 < lo ? f->windows[i].t0 : lo;
 		hi = f->windows[i].t1 > hi ? f->windows[i].t1 : hi;
+	}
+	for (size_t i = 0; i < f->nslices; i++) {
+		lo = f->slices[i].t0 < lo ? f->slices[i].t0 : lo;
+		hi = f->slices[i].t1 > hi ? f->slices[i].t1 : hi;
 	}
 	for (size_t i = 0; i < f->nmarkers; i++) {
 		lo = f->markers[i].t < lo ? f->markers[i].t : lo;
@@ -142,7 +147,9 @@ int plot_frame_make(const struct plot_figure *f, cairo_t *cr, struct plot_frame 
 	if (n < 1)
 		return spmtap_seterr(err, errlen, EINVAL, "plot: '%s' has no panel to draw in", f->title);
 	L->width = f->width;
-	L->height = f->height ? f->height : plot_default_height(n);
+	/* tracks: a gap clear of the x ticks, the lanes, the key row */
+	int tracks_h = f->ntracks ? TRACK_GAP + f->ntracks * PLOT_TRACK_H + PLOT_TRACK_H : 0;
+	L->height = f->height ? f->height : plot_default_height(n) + tracks_h;
 	L->npanels = n;
 	int64_t t0, t1;
 	time_range(f, &t0, &t1);
@@ -180,7 +187,7 @@ int plot_frame_make(const struct plot_figure *f, cairo_t *cr, struct plot_frame 
 	int pw = lx - 14 - px;
 	L->labels = (struct plot_rect){ px, y, pw, strip };
 	y += strip + (strip ? 4 : 0);
-	int bottom = L->height - MARGIN - 16 - 4 - 14 - 6;
+	int bottom = L->height - MARGIN - 16 - 4 - 14 - 6 - tracks_h;
 	int ph = (bottom - y - PANEL_GAP * (n - 1)) / n;
 	if (ph < MIN_PANEL_H || pw < MIN_PLOT_W)
 		return spmtap_seterr(err, errlen, EINVAL,
@@ -191,6 +198,12 @@ int plot_frame_make(const struct plot_figure *f, cairo_t *cr, struct plot_frame 
 		L->panel[p] = (struct plot_rect){ px, y + p * (ph + PANEL_GAP), pw, ph };
 		L->legend[p] = (struct plot_rect){ lx, L->panel[p].y, lw, ph };
 	}
+	L->ntracks = f->ntracks;
+	int ty = (int)(L->panel[n - 1].y + L->panel[n - 1].h) + TRACK_GAP;
+	for (int k = 0; k < f->ntracks; k++)
+		L->track[k] = (struct plot_rect){ px, ty + k * PLOT_TRACK_H, pw, PLOT_TRACK_H - 2 };
+	L->key = (struct plot_rect){ px, ty + f->ntracks * PLOT_TRACK_H, pw, f->ntracks ? PLOT_TRACK_H : 0 };
+	fr->below = tracks_h;
 	fr->xm.x0 = px;
 	fr->xm.px_per_ns = pw / span;
 	fr->xm.xmin = px - 2;

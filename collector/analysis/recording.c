@@ -175,6 +175,8 @@ int rec_load(const char *path, struct recording **out, char *err, size_t errlen)
 		if (rc)
 			spmtap_seterr(err, errlen, -rc, "%s: %s", r->base, strerror(-rc));
 	}
+	if (!rc)
+		rc = rec_load_kernels(r, &src, err, errlen);
 	rec_src_free(&src);
 	if (rc) {
 		rec_free(r);
@@ -200,6 +202,7 @@ void rec_free(struct recording *r)
 		free(r->truth.notes[i]);
 	free(r->truth.notes);
 	sa_phases_free(&r->phases);
+	free(r->kernels.v);
 	json_decref(r->meta);
 	free(r->base);
 	free(r);

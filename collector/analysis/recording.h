@@ -67,6 +67,33 @@ struct rec_truth {
 	size_t nnotes;
 };
 
+/*
+ * One kernel dispatch of the application (NAME_kernels.csv,
+ * docs/formats/kernels-csv.md, or the SQLite table kernel_dispatch), read
+ * by recording_kernels.c.  start_ns/end_ns are on the recording's
+ * CLOCK_BOOTTIME timebase, the SPM samples' own; `mapped` false when the
+ * file left them empty (an untimed dispatch, no clock pairs).
+ */
+struct rec_dispatch {
+	uint64_t corr_id;
+	int64_t pid, tid;
+	uint64_t queue_id, packet_index;
+	const char *kernel;        /* owned by the recording; "" when the tool had no name */
+	uint32_t grid[3], wg[3];
+	int64_t start_ns, end_ns;  /* valid when mapped */
+	bool mapped;
+	int64_t start_ticks, end_ticks;
+	int status;
+	int32_t gpu;               /* the `gpu` column; -1: the file has none (the first recorded GPU) */
+};
+
+struct rec_kernels {
+	struct rec_dispatch *v;    /* sorted by start_ns (unmapped last), then corr_id */
+	size_t n;
+	size_t unmapped;           /* rows without start_ns/end_ns */
+	char source[64];           /* "NAME_kernels.csv", "NAME.db:kernel_dispatch"; "" without dispatches */
+};
+
 struct recording {
 	char *base;           /* "DIR/NAME": the files are base + "_spm.csv" ... */
 	json_t *meta;
@@ -74,6 +101,7 @@ struct recording {
 	struct rec_gpu gpu[REC_MAX_GPUS];
 	uint32_t ngpu;
 	struct sa_phases phases; /* NAME_phases.csv, empty without one */
+	struct rec_kernels kernels; /* the application's dispatches; n 0 without any */
 	struct rec_truth truth;
 	char **headers;       /* the header cells every table points into */
 	size_t nheaders;

@@ -79,6 +79,7 @@ void rec_src_free(struct rec_src *src)
 	free(src->smi.path);
 	free(src->phases.path);
 	free(src->db.path);
+	free(src->kernels.path);
 	memset(src, 0, sizeof(*src));
 }
 
@@ -95,7 +96,7 @@ static int files_of(const char *base, bool want_db, struct rec_src *src, char *e
 		return -ENOMEM;
 	if ((rc = locate(base, "_meta.json", &src->meta)) || (rc = locate(base, "_spm.csv", &src->spm)) ||
 	    (rc = locate(base, "_smi.csv", &src->smi)) || (rc = locate(base, "_phases.csv", &src->phases)) ||
-	    (rc = locate(base, ".db", &src->db)))
+	    (rc = locate(base, ".db", &src->db)) || (rc = locate(base, "_kernels.csv", &src->kernels)))
 		return spmtap_seterr(err, errlen, -rc, "%s: %s", base, strerror(-rc));
 	bool csv = src->meta.path && (src->spm.path || src->smi.path);
 	/* The database was named: analysing the CSV files beside it instead would answer another question. */

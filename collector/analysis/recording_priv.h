@@ -23,7 +23,7 @@ struct rec_file {
 struct rec_src {
 	char *base;
 	bool sqlite;
-	struct rec_file meta, spm, smi, phases, db;
+	struct rec_file meta, spm, smi, phases, db, kernels;
 };
 
 /*
@@ -53,6 +53,14 @@ int rec_load_csv(struct recording *r, const struct rec_src *src, char *err, size
  * a damaged or cut file gives -EBADMSG with a sentence.
  */
 int rec_load_sqlite(struct recording *r, const struct rec_src *src, char *err, size_t errlen);
+
+/*
+ * The application's dispatches (recording_kernels.c): the SQLite file's
+ * kernel_dispatch table when the recording is SQLite and has one, else
+ * NAME_kernels.csv when there is one; none is no error.  0 or -errno with
+ * a sentence naming the file and line.
+ */
+int rec_load_kernels(struct recording *r, const struct rec_src *src, char *err, size_t errlen);
 
 /*
  * Whether the run ended (r->meta "complete", its accounting, temporary

@@ -75,8 +75,7 @@ static int gpu_slot(const struct recording *r, uint32_t gpu)
 	return -1;
 }
 
-/* The first J signal of GPU gpu in the recording's trace (its names carry "gpuN." with several GPUs). */
-static int gpu_energy_signal(const struct ana_in *in, uint32_t gpu)
+int ana_gpu_energy_signal(const struct ana_in *in, uint32_t gpu)
 {
 	if (in->rec->ngpu <= 1)
 		return sa_trace_first_j(in->tr);
@@ -92,7 +91,7 @@ static int gpu_energy_signal(const struct ana_in *in, uint32_t gpu)
 
 double ana_gpu_energy(const struct ana_in *in, const struct sa_report *rep, uint32_t gpu, size_t p)
 {
-	int s = gpu_energy_signal(in, gpu);
+	int s = ana_gpu_energy_signal(in, gpu);
 	double j;
 	if (s < 0 || p >= rep->nphases)
 		return NAN;

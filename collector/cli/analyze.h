@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "collector/analysis/kernel_counters.h"
 #include "collector/analysis/phase_counters.h"
 #include "collector/analysis/phases.h"
 #include "collector/analysis/recording.h"
@@ -38,6 +39,9 @@ struct ana_args {
 	char delay_name[ANA_MAX_DEFS][64];        /* their signal names */
 	size_t ndelay;
 	double min_coverage;   /* --min-coverage: below it a phase gets no value (PC_MIN_COVERAGE) */
+	bool per_dispatch;     /* --per-dispatch: a kernel row per dispatch, not per name */
+	bool kernels_only;     /* --kernels-only: the text shows the kernel tables only */
+	bool no_kernels;       /* --no-kernels: leave the recording's dispatches out */
 };
 
 struct ana_in {
@@ -49,6 +53,7 @@ struct ana_in {
 	/* Recording only: metric sets per r->gpu[] entry (NULL: no SPM) and the counters per phase. */
 	struct mx_set *mx[REC_MAX_GPUS];
 	struct pc_result *pc;
+	struct kc_result *kc;      /* per kernel (analyze-kernels.c); NULL without dispatches or with --no-kernels */
 	int truth_status;          /* ana_truth's: the exit status when all else went well */
 	double min_coverage;       /* what pc was computed with */
 };
@@ -76,6 +81,22 @@ size_t ana_coverage_print(FILE *f, const struct ana_in *in, const struct sa_repo
 int ana_counters_json(const struct ana_in *in, const struct sa_report *rep, json_t *j, char *err, size_t errlen);
 /* Energy of GPU g's own energy counter over phase p (NAN: null), for multi-GPU recordings. */
 double ana_gpu_energy(const struct ana_in *in, const struct sa_report *rep, uint32_t gpu, size_t p);
+
+/* The first energy signal of GPU gpu in in->tr (names carry "gpuN." with several GPUs); -1: none. */
+int ana_gpu_energy_signal(const struct ana_in *in, uint32_t gpu);
+
+/*
+ * Per kernel name (or dispatch) of a recording with dispatches
+ * (analyze-kernels.c, docs/analysis.md "Kernels"): after
+ * ana_counters_compute (it uses in->mx).  0 or an exit status.
+ */
+int ana_kernels_compute(const char *cmd, const struct ana_args *a, struct ana_in *in);
+/* The kernels' lines of the coverage section: entries without a value, or a partial one; how many. */
+size_t ana_kernels_coverage_print(FILE *f, const struct ana_in *in);
+/* The kernel tables: time, energy, then per GPU counters, rates and metrics. */
+void ana_kernels_print(const struct ana_in *in);
+/* "kernels" in the report's JSON (docs/cli/spmtap-report.md). */
+int ana_kernels_json(const struct ana_in *in, json_t *j, char *err, size_t errlen);
 
 /* The self-contained HTML report; 0 or -errno with err. */
 int ana_html_write(const struct ana_in *in, const struct sa_report *rep, const char *path, char *err,

@@ -57,14 +57,19 @@ const char cmd_report_usage[] =
 	"usage: spmtap report --trace T.csv --phases P.csv [--json OUT.json] [--html OUT.html]\n"
 	"       spmtap report RECORDING [--phases P.csv] [--json OUT.json] [--html OUT.html]\n"
 	"                     [--metric NAME=EXPR]... [--metrics FILE]... [--no-builtin-metrics]\n"
-	"                     [--sensor-delay SIGNAL=MS]...\n"
+	"                     [--sensor-delay SIGNAL=MS]... [--min-coverage F]\n"
+	"                     [--per-dispatch] [--kernels-only | --no-kernels]\n"
 	"\n"
 	"Per phase: the energy from the trace's first energy counter, the mean\n"
 	"power, and each signal's mean power over the phase's confidence window\n"
 	"(start + settle, end - settle), settle = delay + max(rise, fall) from\n"
 	"`spmtap characterize` on the same inputs (docs/cli/spmtap-report.md).\n"
 	"With a RECORDING, also each GPU's energy, SPM counter totals and mean\n"
-	"rates, and derived metrics per phase (docs/metrics.md).\n"
+	"rates, and derived metrics per phase (docs/metrics.md); when it has the\n"
+	"application's kernel dispatches (record ... -- APP), the same per kernel\n"
+	"name: count, time and its share, concurrency, energy, counters, rates and\n"
+	"metrics, a sample straddling a dispatch boundary split by time overlap and\n"
+	"concurrent dispatches sharing equally (docs/analysis.md \"Kernels\").\n"
 	"\n"
 	"  RECORDING         a recording (record -d DIR -f csv or -f sqlite): its sensor\n"
 	"                    series, counters and phases (DIR, DIR/NAME, NAME_meta.json\n"
@@ -84,7 +89,11 @@ const char cmd_report_usage[] =
 	"                    characterised: energy_j* (delay-corrected) is the energy\n"
 	"                    over [start + MS, end + MS] (docs/analysis.md)\n"
 	"  --min-coverage F  a phase whose SPM samples cover less than F (0..1,\n"
-	"                    default 0.9) of it gets no value, only the reason\n"
+	"                    default 0.9) of it gets no value, only the reason; the\n"
+	"                    same for a kernel's dispatch time\n"
+	"  --per-dispatch    a kernel row per dispatch (name#corr_id), not per name\n"
+	"  --kernels-only    print the coverage and kernel tables only (JSON unchanged)\n"
+	"  --no-kernels      leave the recording's dispatches out\n"
 	"\n"
 	"What RECORDING's files hold against its metadata is noted on standard\n"
 	"error first (docs/analysis.md).  A coverage section (lost stretches,\n"
@@ -131,7 +140,8 @@ static int parse_delay(const char *cmd, const char *arg, struct ana_args *a)
 /* -1: go on; otherwise the exit status (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
 {
-	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT, O_DELAY, O_MINCOV };
+	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT, O_DELAY, O_MINCOV,
+	       O_PERDISP, O_KONLY, O_NOK };
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "phases", required_argument, NULL, O_PHASES },
@@ -143,6 +153,9 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		{ ANA_ACCEPT_OPTION, no_argument, NULL, O_ACCEPT },
 		{ "sensor-delay", required_argument, NULL, O_DELAY },
 		{ "min-coverage", required_argument, NULL, O_MINCOV },
+		{ "per-dispatch", no_argument, NULL, O_PERDISP },
+		{ "kernels-only", no_argument, NULL, O_KONLY },
+		{ "no-kernels", no_argument, NULL, O_NOK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -190,6 +203,9 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 			report_only = true;
 			break;
 		}
+		case O_PERDISP: a->per_dispatch = true; report_only = true; break;
+		case O_KONLY: a->kernels_only = true; report_only = true; break;
+		case O_NOK: a->no_kernels = true; report_only = true; break;
 		case 'h':
 			fputs(usage, stdout);
 			return EXIT_OK;
@@ -208,8 +224,16 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		return EXIT_USAGE;
 	}
 	if (report_only && !report) {
-		fprintf(stderr, "spmtap %s: --html, --sensor-delay, --min-coverage and the metric options belong to "
-			"`spmtap report`\n%s", cmd, usage);
+		fprintf(stderr, "spmtap %s: --html, --sensor-delay, --min-coverage, the kernel and the metric options "
+			"belong to `spmtap report`\n%s", cmd, usage);
+		return EXIT_USAGE;
+	}
+	if (a->kernels_only && a->no_kernels) {
+		fprintf(stderr, "spmtap %s: --kernels-only and --no-kernels exclude each other\n%s", cmd, usage);
+		return EXIT_USAGE;
+	}
+	if (a->trace && (a->per_dispatch || a->kernels_only)) {
+		fprintf(stderr, "spmtap %s: kernels come with a RECORDING (record ... -- APP), not with --trace\n", cmd);
 		return EXIT_USAGE;
 	}
 	if (a->recording && a->trace) {
@@ -237,6 +261,7 @@ static void inputs_free(struct ana_in *in)
 	for (size_t i = 0; i < REC_MAX_GPUS; i++)
 		mx_set_free(in->mx[i]);
 	pc_free(in->pc);
+	kc_free(in->kc);
 	sa_phases_free(&in->own);
 	sa_trace_free(in->tr);
 	rec_free(in->rec);
@@ -495,8 +520,11 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 		return EXIT_FAIL;
 	}
 	int rc = in->rec ? ana_counters_compute(cmd, a, in) : EXIT_OK;
+	if (!rc && in->rec)
+		rc = ana_kernels_compute(cmd, a, in);
 	if (!rc && a->json) {
 		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err))) ||
+		    (in->kc && ana_kernels_json(in, j, err, sizeof(err))) ||
 		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec)))) {
 			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 			rc = EXIT_FAIL;
@@ -515,10 +543,14 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 	if (!rc && (!a->json || strcmp(a->json, "-"))) {
 		/* the recording's truth notes went to standard error at load (analyze-truth.c); coverage opens stdout */
 		ana_coverage_print(stdout, in, r, a->min_coverage);
-		print_characterization(r->ch);
-		print_report(r);
-		if (in->rec)
-			ana_counters_print(in, r);
+		ana_kernels_coverage_print(stdout, in);
+		if (!a->kernels_only || !in->kc) {
+			print_characterization(r->ch);
+			print_report(r);
+			if (in->rec)
+				ana_counters_print(in, r);
+		}
+		ana_kernels_print(in);
 		rc = flush_stdout(cmd);
 	}
 	json_decref(j);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 
 const char cmd_plot_usage[] =
 	"usage: spmtap plot RECORDING -o FILE.{svg,png,pdf} [--phase NAME]... [--size WxH]\n"
+	"                   [--range FROM:TO] [--no-kernels]\n"
 	"\n"
 	"Draw a recording (record -d DIR -f csv or sqlite): one figure per GPU, SPM\n"
 	"counters as rates (per ms, summed over the XCCs), each in its own panel,\n"
@@ -30,6 +32,9 @@ const char cmd_plot_usage[] =
 	"has no data: lost stretches break the lines and are hatched \"lost\",\n"
 	"saturated counter samples are hatched \"saturated\" (a counter saturated\n"
 	"throughout says so), and a sensor's line ends at its last reading.\n"
+	"When the recording has the application's kernel dispatches (record ...\n"
+	"-- APP), a track per queue under the panels shows each dispatch, named\n"
+	"where the name fits, coloured per kernel name with a key.\n"
 	"The format follows FILE's extension.  With several GPUs each goes to\n"
 	"FILE-gpuN.ext.\n"
 	"\n"
@@ -39,6 +44,9 @@ const char cmd_plot_usage[] =
 	"                      it every phase but those named idle is shaded, up\n"
 	"                      to 200\n"
 	"  --size WxH          canvas size in px (default 1200 wide, 240 per panel)\n"
+	"  --range FROM:TO     draw only this time range, from the recording's start\n"
+	"                      (ms, or with a unit: 150ms:210ms, 0.15s:0.21s)\n"
+	"  --no-kernels        no dispatch tracks\n"
 	ANA_ACCEPT_USAGE
 	"\n"
 	"RECORDING is a CSV or SQLite recording (record -f csv or -f sqlite): DIR,\n"
@@ -106,12 +114,15 @@ int cmd_plot(int argc, char **argv)
 		{ "phase", required_argument, NULL, 'p' },
 		{ "size", required_argument, NULL, 's' },
 		{ ANA_ACCEPT_OPTION, no_argument, NULL, 'A' },
+		{ "no-kernels", no_argument, NULL, 'K' },
+		{ "range", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL;
 	const char *phase[64];
 	struct fig_opts fo = { .phase = phase };
+	double range[2] = { NAN, NAN };
 	bool accept = false;
 	int c;
 	optind = 1;
@@ -119,6 +130,25 @@ int cmd_plot(int argc, char **argv)
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'A': accept = true; break;
+		case 'K': fo.no_kernels = true; break;
+		case 'R': {
+			char a[64], *colon = strchr(optarg, ':');
+			double from = NAN, to = NAN;
+			if (colon && (size_t)(colon - optarg) < sizeof(a)) {
+				memcpy(a, optarg, (size_t)(colon - optarg));
+				a[colon - optarg] = 0;
+				if (cli_parse_time(a, 1e6, &from) < 0 || cli_parse_time(colon + 1, 1e6, &to) < 0)
+					from = to = NAN;
+			}
+			if (!(to > from)) {
+				fprintf(stderr, "spmtap plot: --range %s: expected FROM:TO after the recording's start, "
+					"FROM < TO (ms, or with a unit: 150:210, 0.15s:0.21s)\n", optarg);
+				return EXIT_USAGE;
+			}
+			range[0] = from;
+			range[1] = to;
+			break;
+		}
 		case 'p':
 			if (fo.nphase == 64) {
 				fputs("spmtap plot: --phase: at most 64\n", stderr);
@@ -166,7 +196,16 @@ int cmd_plot(int argc, char **argv)
 			per_gpu_path(out, r->gpu[i].index, path, sizeof(path));
 		else
 			snprintf(path, sizeof(path), "%s", out);
+		json_t *t0 = json_object_get(r->meta, "start_boottime_ns");
+		if (!isnan(range[0]) && !json_is_integer(t0)) {
+			fprintf(stderr, "spmtap plot: --range: %s's metadata has no start_boottime_ns\n", r->base);
+			st = EXIT_FAIL;
+			break;
+		}
 		if (fig_build(r, r->gpu[i].index, tr, rep, &fo, &f, &d, note, sizeof(note), err, sizeof(err)) < 0 ||
+		    (!isnan(range[0]) &&
+		     plot_figure_set_range(f, json_integer_value(t0) + (int64_t)llround(range[0]),
+					   json_integer_value(t0) + (int64_t)llround(range[1]), err, sizeof(err)) < 0) ||
 		    plot_render_file(f, path, err, sizeof(err)) < 0) {
 			fprintf(stderr, "spmtap plot: %s\n", err);
 			st = EXIT_FAIL;
