@@ -9,12 +9,18 @@
  *
  *   time_ns,pm.power[W],pm.power[ts_ns],pm.energy[J],pm.energy[ts_ns],...
  *
- * time_ns is CLOCK_BOOTTIME when the consistent read completed; ts_ns is
- * the snapshot's own timestamp (REALTIME us) moved onto BOOTTIME by
- * REALTIME - BOOTTIME as measured at the first read, so it stays one
- * clock for the whole file (a REALTIME step shows as a jump, not as a
- * changing offset).  Node-level: the rows belong to no GPU; the accelN to
- * GPU map the user gave goes into the metadata ("cray_pm").
+ * time_ns and every ts_ns are the snapshot's own timestamp (REALTIME us)
+ * moved onto CLOCK_BOOTTIME by REALTIME - BOOTTIME as measured at the first
+ * read, so the file keeps one clock (a REALTIME step shows as a jump, not
+ * as a changing offset).  As the GPU sampler does with the driver's
+ * BOOTTIME stamp, the row's time is the sensor's, not the read's: the read
+ * completes up to a poll period after the snapshot, and the trace's lower
+ * envelope (which would take the smallest such lag as the offset) would
+ * shift every PM reading late by it.  How late the reads were is kept in
+ * the metadata (read_lag_ns_min/_max), the check that the timestamps are
+ * the node's REALTIME (JOB.md 6 [R]: not seen on hardware).
+ * Node-level: the rows belong to no GPU; the accelN to GPU map the user
+ * gave goes into the metadata ("cray_pm").
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +49,7 @@ struct ses_cray {
 	_Atomic int64_t real_minus_boot; /* from the first read; INT64_MIN before it */
 	atomic_uint_least64_t reads, snapshots, torn, failed, missed;
 	_Atomic uint64_t cpu_ns;
+	_Atomic int64_t lag_min, lag_max; /* read completion - snapshot time */
 	uint64_t last_fresh;
 	bool have_fresh, write_failed;
 	pthread_t thr;
@@ -62,7 +69,13 @@ static void write_row(struct ses_cray *c, const struct cray_pm_snap *s)
 	if (atomic_load(&c->real_minus_boot) == INT64_MIN)
 		atomic_store(&c->real_minus_boot, s->real_minus_boot_ns);
 	int64_t rmb = atomic_load(&c->real_minus_boot);
-	fprintf(c->f, "%" PRId64, s->host_after_ns);
+	int64_t t = s->ts_us ? (int64_t)s->ts_us * 1000 - rmb : s->host_after_ns;
+	int64_t lag = s->host_after_ns - t;
+	if (atomic_load(&c->snapshots) == 1 || lag < atomic_load(&c->lag_min))
+		atomic_store(&c->lag_min, lag);
+	if (atomic_load(&c->snapshots) == 1 || lag > atomic_load(&c->lag_max))
+		atomic_store(&c->lag_max, lag);
+	fprintf(c->f, "%" PRId64, t);
 	for (unsigned i = 0; i < cray_pm_nseries(c->pm); i++) {
 		const struct cray_pm_value *v = &s->val[i];
 		if (v->present && v->ts_us)
@@ -216,7 +229,7 @@ json_t *ses_cray_json(const struct session *S)
 	}
 	const char *slash = c->final ? strrchr(c->final, '/') : NULL;
 	int64_t rmb = atomic_load(&c->real_minus_boot);
-	return json_pack("{s:s, s:s?, s:I, s:I, s:s, s:i, s:o, s:o, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:I}",
+	json_t *x = json_pack("{s:s, s:s?, s:I, s:I, s:s, s:i, s:o, s:o, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:I}",
 		"path", "/sys/cray/pm_counters", "file", slash ? slash + 1 : c->final,
 		"interval_ns", (json_int_t)c->interval_ns, "raw_scan_hz", (json_int_t)cray_pm_raw_scan_hz(c->pm),
 		"version", cray_pm_version(c->pm), "naccel", (int)cray_pm_naccel(c->pm), "series", series,
@@ -228,6 +241,11 @@ json_t *ses_cray_json(const struct session *S)
 		"torn_reads", (json_int_t)atomic_load(&c->torn), "failed_reads", (json_int_t)atomic_load(&c->failed),
 		"missed_snapshots", (json_int_t)atomic_load(&c->missed), "real_minus_boot_ns",
 		rmb == INT64_MIN ? json_null() : json_integer(rmb), "cpu_ns", (json_int_t)atomic_load(&c->cpu_ns));
+	if (x && atomic_load(&c->snapshots)) {
+		json_object_set_new(x, "read_lag_ns_min", json_integer(atomic_load(&c->lag_min)));
+		json_object_set_new(x, "read_lag_ns_max", json_integer(atomic_load(&c->lag_max)));
+	}
+	return x;
 }
 
 void ses_cray_free(struct session *S)
