@@ -86,4 +86,11 @@ const char *ana_cell(char *buf, size_t len, double v, int prec);
 /* A count or rate of any size in 4 significant digits ("1.235e+09", "812.5"), or "-". */
 const char *ana_cell_g(char *buf, size_t len, double v);
 
+/*
+ * The Cray PM cross-check of a recording made with --cray (analyze-pm.c):
+ * 1 with it in x (pm_xc_free it), 0 without Cray PM data, -errno.
+ */
+struct pm_xc;
+int ana_pm_compute(const struct ana_in *in, const struct sa_report *r, struct pm_xc *x, char *err, size_t errlen);
+
 #endif

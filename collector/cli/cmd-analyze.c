@@ -24,6 +24,7 @@
 #include "collector/analysis/phases.h"
 #include "collector/analysis/report.h"
 #include "collector/analysis/sensor_trace.h"
+#include "collector/analysis/pm_crosscheck.h"
 #include "collector/cli/analyze.h"
 #include "collector/cli/analyze-truth.h"
 #include "collector/cli/cli.h"
@@ -495,9 +496,17 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 		return EXIT_FAIL;
 	}
 	int rc = in->rec ? ana_counters_compute(cmd, a, in) : EXIT_OK;
+	/* Cray EX node power against the GPUs' own energy (--cray recordings): analyze-pm.c */
+	struct pm_xc pmx;
+	int pm = rc ? 0 : ana_pm_compute(in, r, &pmx, err, sizeof(err));
+	if (pm < 0) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		rc = EXIT_FAIL;
+	}
 	if (!rc && a->json) {
 		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err))) ||
-		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec)))) {
+		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec))) ||
+		    (pm > 0 && json_object_set_new(j, "cray_pm_crosscheck", pm_xc_json(&pmx)))) {
 			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 			rc = EXIT_FAIL;
 		} else {
@@ -519,8 +528,12 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 		print_report(r);
 		if (in->rec)
 			ana_counters_print(in, r);
+		if (pm > 0)
+			pm_xc_print(stdout, &pmx);
 		rc = flush_stdout(cmd);
 	}
+	if (pm > 0)
+		pm_xc_free(&pmx);
 	json_decref(j);
 	sa_report_free(r);
 	return rc;
