@@ -46,13 +46,19 @@ static bool steady_mean(const struct sa_report *r, const struct sa_trace *tr, in
 	return true;
 }
 
-/* Least squares y = g x + o over the phases used; the residuals; the energy ratio. */
+/*
+ * Least squares y = g x + o over the phases used, each weighted by its PM
+ * window's length: a phase's mean is off by up to two counter steps (the
+ * PM energy is in whole J) over its window, so a long phase knows its level
+ * better, and weighted so a level's mean is its total energy over its total
+ * time.  Then the residuals and the energy ratio (PM over on-chip).
+ */
 static void fit(struct pm_xc_accel *a)
 {
-	double sx = 0, sy = 0, sxx = 0, sxy = 0, n = (double)a->nph, xmin = INFINITY, xmax = -INFINITY;
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0, xmin = INFINITY, xmax = -INFINITY;
 	for (size_t k = 0; k < a->nph; k++) {
-		double x = a->ph[k].onchip_w, y = a->ph[k].pm_w;
-		sx += x, sy += y, sxx += x * x, sxy += x * y;
+		double x = a->ph[k].onchip_w, y = a->ph[k].pm_w, w = (a->ph[k].pm_t1_ns - a->ph[k].pm_t0_ns) * 1e-9;
+		sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y, n += w;
 		xmin = fmin(xmin, x), xmax = fmax(xmax, x);
 	}
 	a->energy_ratio = sx > 0 ? sy / sx : NAN;
@@ -73,7 +79,7 @@ static void fit(struct pm_xc_accel *a)
 		ss += res * res;
 		mx = fmax(mx, fabs(res));
 	}
-	a->residual_rms_w = sqrt(ss / n);
+	a->residual_rms_w = sqrt(ss / (double)a->nph);
 	a->residual_max_w = mx;
 }
 

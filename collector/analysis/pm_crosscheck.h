@@ -3,7 +3,7 @@
  * `spmtap report`'s Cray PM cross-check (docs/power.md "Cray EX node
  * power", docs/cli/spmtap-report.md): per mapped accelerator, the PM
  * counter's mean power (pm.accelN_energy) against the GPU's on-chip energy
- * counter, phase by phase, and the least-squares line
+ * counter, phase by phase, and the least-squares line (weighted by window length)
  *
  *     P_pm = gain x P_onchip + offset
  *
