@@ -278,7 +278,7 @@ static int record_once(void)
 			      NULL };
 	const char *pre[] = { "--emulate", "mi300x", NULL };
 	const char *args[] = { "record", "--smi", "energy", "--cray", "--cray-accel-map", "accel0=gpu0",
-			       "--phases", "emulator", "-d", rec_dir, "-o", "r", "--duration", "6.6", NULL };
+			       "--phases", "emulator", "-d", rec_dir, "-o", "r", "--duration", "7.6", NULL };
 	struct tp_opts o = { .env = env };
 	rec_status = tp_wait(tp_spawn_spmtap(pre, args, testenv_path(testenv_tmpdir(), "cray_state"), &o));
 	return rec_status;
@@ -346,7 +346,7 @@ static void crosscheck(void)
 	double tol_g = (dlo + dhi) / (xhi - xlo), tol_o = dlo + xlo * tol_g;
 	printf("\n    %zu phases, on-chip %.1f..%.1f W: gain %.5f (truth %.5f, bound %.5f), offset %.3f W (truth %.3f, "
 	       "bound %.3f W)\n", nph, xlo, xhi, g, gain, tol_g, o, offset, tol_o);
-	CU_ASSERT(nph >= 3);
+	CU_ASSERT(nph >= 2); /* both levels: asserted below */
 	CU_ASSERT(xhi - xlo > 100);
 	CU_ASSERT(fabs(g - gain) <= tol_g);
 	CU_ASSERT(fabs(o - offset) <= tol_o);

@@ -18,31 +18,34 @@ static int find_signal(const struct sa_trace *tr, const char *name)
 }
 
 /*
- * The steady window of signal i over phase p (pm_crosscheck.h) and its
- * mean power; false when it holds fewer than two kept readings or has no
- * energy there.
+ * The steady window of energy signal i over phase p (pm_crosscheck.h): from
+ * its first to its last kept reading inside [start + d, end + d], d its
+ * delay; the counter's difference between them over their distance is the
+ * mean power of the phase's level alone.  False with fewer than two.
  */
 static bool steady_mean(const struct sa_report *r, const struct sa_trace *tr, int i, const struct sa_phase *p,
 			double *w, double *t0, double *t1, size_t *nread)
 {
 	const struct sa_signal *s = sa_trace_signal(tr, (size_t)i);
 	const struct sa_sig_char *c = &r->ch->sig[i];
-	double d = isfinite(c->step_delay_ns) ? c->step_delay_ns : 0;
-	double iv = isfinite(c->update_interval_ms) ? c->update_interval_ms * 1e6
-		    : isfinite(s->read_interval_ns) ? s->read_interval_ns : 0;
-	*t0 = (double)p->start_ns + d + iv;
-	*t1 = (double)p->end_ns + d - iv;
-	if (!(*t1 > *t0))
-		return false;
-	size_t n = 0;
-	for (size_t k = 0; k < s->nkept; k++)
-		n += (double)s->kept_t[k] >= *t0 && (double)s->kept_t[k] <= *t1;
+	/* A counter cannot run ahead of the power: a negative measured delay is the estimate's error. */
+	double d = isfinite(c->step_delay_ns) && c->step_delay_ns > 0 ? c->step_delay_ns : 0;
+	double guard = isfinite(c->step_delay_spread_ns) ? c->step_delay_spread_ns : 0;
+	double lo = (double)p->start_ns + d + guard, hi = (double)p->end_ns + d - guard;
+	size_t k0 = s->nkept, k1 = 0, n = 0;
+	for (size_t k = 0; k < s->nkept; k++) {
+		if ((double)s->kept_t[k] < lo || (double)s->kept_t[k] > hi)
+			continue;
+		if (!n++)
+			k0 = k;
+		k1 = k;
+	}
 	*nread = n;
-	double j;
-	char e[160];
-	if (n < 2 || sa_trace_energy(tr, (size_t)i, *t0, *t1, &j, e, sizeof(e)))
+	if (n < 2)
 		return false;
-	*w = j / ((*t1 - *t0) * 1e-9);
+	*t0 = (double)s->kept_t[k0];
+	*t1 = (double)s->kept_t[k1];
+	*w = (s->ec_j[k1] - s->ec_j[k0]) / ((*t1 - *t0) * 1e-9);
 	return true;
 }
 

@@ -12,12 +12,13 @@
  * that do not: the offset; the power-attribution paper finds PM within 5 %
  * on Frontier, 1 % on Portage).
  *
- * Steady window of a phase, per signal: [start + d + I, end + d - I], d the
- * signal's equivalent-step delay from the characterisation (0 when it has
- * none), I its update interval: the energy between the two readings that
- * bracket each end then belongs to the phase's level alone, so the linear
- * interpolation between them is exact but for the counter's resolution.
- * A phase is used when both windows hold at least two readings.
+ * Steady window of a phase, per energy signal: from its first to its last
+ * kept reading inside [start + d, end + d], d the signal's equivalent-step
+ * delay from the characterisation (0 when it has none or a negative one;
+ * narrowed by its spread): a counter integrates the power d late, so the
+ * difference between those two readings is the phase's level alone, exact
+ * but for the counter's resolution, however many readings were missed
+ * around the edges.  A phase is used when both windows hold two readings.
  */
 #ifndef SPMTAP_ANALYSIS_PM_CROSSCHECK_H
 #define SPMTAP_ANALYSIS_PM_CROSSCHECK_H
