@@ -288,6 +288,9 @@ static void summary(struct session *S, double secs)
 			" trailing, %" PRIu64 " pre-program bytes (first buffer)", st.gpu, pre, trail,
 			st.first_buffer_bytes);
 	}
+	char cray[400];
+	if (session_cray_summary(S, cray, sizeof(cray)))
+		fprintf(stderr, "spmtap record: %s\n", cray);
 	rec_summary_cost(S);
 	/* The files of this run, under their final names (an earlier run's set is gone with it). */
 	for (const char *const *p = session_outputs(S); *p; p++)

@@ -276,4 +276,11 @@ int session_make_dir(const char *dir, char *err, size_t errlen);
 int session_parse_formats(const char *spec, const struct writer_ops **out, size_t *n, char *err,
 			  size_t errlen);
 
+/*
+ * One sentence on the Cray EX node power (--cray) for the summary: snapshots,
+ * missed, torn reads retried, failed polls, the accel map.  False without
+ * --cray.
+ */
+bool session_cray_summary(struct session *S, char *buf, size_t len);
+
 #endif

@@ -259,3 +259,26 @@ void ses_cray_free(struct session *S)
 	free(c);
 	S->cray = NULL;
 }
+
+bool session_cray_summary(struct session *S, char *buf, size_t len)
+{
+	struct ses_cray *c = S->cray;
+	if (!c || !c->pm)
+		return false;
+	char map[160] = "";
+	size_t n = 0;
+	for (unsigned a = 0; a < cray_pm_naccel(c->pm) && n < sizeof(map); a++) {
+		int32_t g = S->o.cray_accel_map ? S->o.cray_accel_map[a] : -1;
+		if (g >= 0)
+			n += (size_t)snprintf(map + n, sizeof(map) - n, "%saccel%u=gpu%d", n ? "," : "", a, g);
+	}
+	snprintf(buf, len,
+		 "Cray PM: %" PRIu64 " snapshots (%" PRIu64 " missed), %" PRIu64 " torn reads retried, %" PRIu64
+		 " polls failed; %u accel, %s%s",
+		 (uint64_t)atomic_load(&c->snapshots), (uint64_t)atomic_load(&c->missed),
+		 (uint64_t)atomic_load(&c->torn), (uint64_t)atomic_load(&c->failed), cray_pm_naccel(c->pm),
+		 map[0] ? "mapped " : "unmapped (which accelN is which GPU is not documented publicly: "
+				      "--cray-accel-map)",
+		 map);
+	return true;
+}
