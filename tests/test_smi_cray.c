@@ -17,6 +17,8 @@
  *    --cray-accel-map accel0=gpu0 --phases emulator` on a square wave with
  *    1.5 s phases, then `report --json`: the recovered gain and offset equal
  *    the emulator's (from the truth file) within the bound derived below;
+ *  - report_map: report's --cray-accel-map replaces the recorded map; an
+ *    accel or GPU the recording lacks is refused (exit 1), bad syntax 64;
  *  - characterize: on the same recording, the PM energy signals' update
  *    interval is the emulator's snapshot interval (from the truth's
  *    t_raw_ns) to 1 us; the PM power files (the mean over the last
@@ -397,11 +399,37 @@ static void characterize(void)
 	json_decref(j);
 }
 
+/* report --cray-accel-map: replaces the recorded map; one the recording cannot have is refused. */
+static void report_map(void)
+{
+	CU_ASSERT_FATAL(record_once() == 0);
+	char bin[600];
+	snprintf(bin, sizeof(bin), "%s/spmtap", testenv_build_dir());
+	static const char *const unset[] = { "LD_PRELOAD", "SPMTAP_EMU_ACTIVE", NULL };
+	struct tp_opts o = { .unset = unset, .out = "/dev/null", .err = "/dev/null" };
+	const char *bad_accel[] = { bin, "report", rec_dir, "--cray-accel-map", "accel1=gpu0", NULL };
+	const char *bad_gpu[] = { bin, "report", rec_dir, "--cray-accel-map", "accel0=gpu3", NULL };
+	const char *bad_syntax[] = { bin, "report", rec_dir, "--cray-accel-map", "accel0", NULL };
+	CU_ASSERT_EQUAL(tp_run(bad_accel, &o), 1);  /* mi300x: one accel */
+	CU_ASSERT_EQUAL(tp_run(bad_gpu, &o), 1);    /* no GPU 3 recorded */
+	CU_ASSERT_EQUAL(tp_run(bad_syntax, &o), 64);
+	const char *out = testenv_path(testenv_tmpdir(), "report_map.json");
+	const char *good[] = { bin, "report", rec_dir, "--cray-accel-map", "accel0=gpu0", "--json", out, NULL };
+	struct tp_opts o2 = { .unset = unset };
+	CU_ASSERT_EQUAL_FATAL(tp_run(good, &o2), 0);
+	json_error_t e;
+	json_t *j = json_load_file(out, 0, &e);
+	json_t *a = json_array_get(json_object_get(json_object_get(j, "cray_pm_crosscheck"), "accels"), 0);
+	CU_ASSERT(json_is_real(json_object_get(a, "gain")));
+	json_decref(j);
+}
+
 static const struct testenv_case cases[] = {
 	{ "parse", parse, NULL },
 	{ "no_mixed_snapshot", no_mixed_snapshot, testenv_need_emu_shim },
 	{ "crosscheck", crosscheck, testenv_need_emu_shim },
 	{ "characterize", characterize, testenv_need_emu_shim },
+	{ "report_map", report_map, testenv_need_emu_shim },
 	{ NULL, NULL, NULL },
 };
 

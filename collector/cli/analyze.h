@@ -38,6 +38,7 @@ struct ana_args {
 	char delay_name[ANA_MAX_DEFS][64];        /* their signal names */
 	size_t ndelay;
 	double min_coverage;   /* --min-coverage: below it a phase gets no value (PC_MIN_COVERAGE) */
+	const char *cray_map;  /* --cray-accel-map (report): replaces the recording's */
 };
 
 struct ana_in {
@@ -87,10 +88,12 @@ const char *ana_cell(char *buf, size_t len, double v, int prec);
 const char *ana_cell_g(char *buf, size_t len, double v);
 
 /*
- * The Cray PM cross-check of a recording made with --cray (analyze-pm.c):
- * 1 with it in x (pm_xc_free it), 0 without Cray PM data, -errno.
+ * The Cray PM cross-check of a recording made with --cray (analyze-pm.c),
+ * with map (--cray-accel-map; NULL: the recording's): 1 with it in x
+ * (pm_xc_free it), 0 without Cray PM data, -errno.
  */
 struct pm_xc;
-int ana_pm_compute(const struct ana_in *in, const struct sa_report *r, struct pm_xc *x, char *err, size_t errlen);
+int ana_pm_compute(const struct ana_in *in, const struct sa_report *r, const char *map, struct pm_xc *x, char *err,
+		   size_t errlen);
 
 #endif

@@ -28,6 +28,7 @@
 #include "collector/cli/analyze.h"
 #include "collector/cli/analyze-truth.h"
 #include "collector/cli/cli.h"
+#include "collector/lib/smi_cray_pm.h"
 
 const char cmd_characterize_usage[] =
 	"usage: spmtap characterize --trace T.csv --phases P.csv [--json OUT.json]\n"
@@ -86,6 +87,9 @@ const char cmd_report_usage[] =
 	"                    over [start + MS, end + MS] (docs/analysis.md)\n"
 	"  --min-coverage F  a phase whose SPM samples cover less than F (0..1,\n"
 	"                    default 0.9) of it gets no value, only the reason\n"
+	"  --cray-accel-map accel0=gpu1,...  which GPU each Cray PM accelN measures,\n"
+	"                    instead of the recording's (record --cray-accel-map): the\n"
+	"                    PM against on-chip cross-check (docs/power.md)\n"
 	"\n"
 	"What RECORDING's files hold against its metadata is noted on standard\n"
 	"error first (docs/analysis.md).  A coverage section (lost stretches,\n"
@@ -132,7 +136,8 @@ static int parse_delay(const char *cmd, const char *arg, struct ana_args *a)
 /* -1: go on; otherwise the exit status (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
 {
-	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT, O_DELAY, O_MINCOV };
+	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT, O_DELAY, O_MINCOV,
+	       O_CRAYMAP };
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "phases", required_argument, NULL, O_PHASES },
@@ -144,6 +149,7 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		{ ANA_ACCEPT_OPTION, no_argument, NULL, O_ACCEPT },
 		{ "sensor-delay", required_argument, NULL, O_DELAY },
 		{ "min-coverage", required_argument, NULL, O_MINCOV },
+		{ "cray-accel-map", required_argument, NULL, O_CRAYMAP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -174,6 +180,17 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		}
 		case O_NOBUILTIN: a->no_builtins = true; report_only = true; break;
 		case O_ACCEPT: a->accept_truncated = true; break;
+		case O_CRAYMAP: {
+			int32_t m[CRAY_PM_MAX_ACCEL];
+			char e[200];
+			if (cray_pm_parse_map(optarg, m, e, sizeof(e)) < 0) {
+				fprintf(stderr, "spmtap %s: --cray-accel-map: %s\n", cmd, e);
+				return EXIT_USAGE;
+			}
+			a->cray_map = optarg;
+			report_only = true;
+			break;
+		}
 		case O_DELAY:
 			if (parse_delay(cmd, optarg, a))
 				return EXIT_USAGE;
@@ -498,7 +515,7 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 	int rc = in->rec ? ana_counters_compute(cmd, a, in) : EXIT_OK;
 	/* Cray EX node power against the GPUs' own energy (--cray recordings): analyze-pm.c */
 	struct pm_xc pmx;
-	int pm = rc ? 0 : ana_pm_compute(in, r, &pmx, err, sizeof(err));
+	int pm = rc ? 0 : ana_pm_compute(in, r, a->cray_map, &pmx, err, sizeof(err));
 	if (pm < 0) {
 		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 		rc = EXIT_FAIL;
