@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector/analysis/recording.h"
 #include "collector/analysis/sensor_trace.h"
@@ -44,10 +45,98 @@ static int cmp_row(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/*
+ * DIR/NAME_craypm.csv (a killed run's .part too), the Cray EX node power
+ * that `record --cray` writes as a sensor trace already (session_cray.c):
+ * its header after time_ns and its rows, to be merged in time order.
+ */
+struct pm_rows {
+	char *buf;             /* the file, NUL-terminated */
+	const char *head;      /* header cells after "time_ns" (",pm.power[W],...") */
+	size_t headlen, ncols; /* ncols: cells after time_ns */
+	struct pm_row { int64_t t; const char *rest; size_t len; } *row;
+	size_t n;
+};
+
+static void pm_free(struct pm_rows *pm)
+{
+	free(pm->buf);
+	free(pm->row);
+	memset(pm, 0, sizeof(*pm));
+}
+
+static size_t count_commas(const char *p, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += p[i] == ',';
+	return k;
+}
+
+/* 0 (pm->n may be 0: no file), or -errno with a sentence naming the file and line. */
+static int pm_load(const struct recording *r, struct pm_rows *pm, char *err, size_t errlen)
+{
+	memset(pm, 0, sizeof(*pm));
+	char path[4096];
+	size_t len;
+	snprintf(path, sizeof(path), "%s_craypm.csv", r->base);
+	if (access(path, R_OK))
+		snprintf(path, sizeof(path), "%s_craypm.csv.part", r->base);
+	if (access(path, R_OK))
+		return 0;
+	int rc = sa_read_file(path, &pm->buf, &len, err, errlen);
+	if (rc)
+		return rc;
+	struct sa_csv_cursor c;
+	struct sa_csv_line l;
+	sa_csv_init(&c, pm->buf, len);
+	if (!sa_csv_next(&c, &l) || l.len < 7 || strncmp(l.p, "time_ns", 7) || (l.len > 7 && l.p[7] != ',')) {
+		pm_free(pm);
+		return spmtap_seterr(err, errlen, EINVAL, "%s:1: not a sensor trace (the header must begin with time_ns)",
+				     path);
+	}
+	pm->head = l.p + 7;
+	pm->headlen = l.len - 7;
+	pm->ncols = count_commas(pm->head, pm->headlen);
+	size_t cap = 0;
+	while (sa_csv_next(&c, &l)) {
+		if (!l.len)
+			continue;
+		const char *comma = memchr(l.p, ',', l.len);
+		int64_t t;
+		if (!comma || sa_parse_int(l.p, (size_t)(comma - l.p), &t) ||
+		    count_commas(comma, l.len - (size_t)(comma - l.p)) != pm->ncols ||
+		    (pm->n && t < pm->row[pm->n - 1].t)) {
+			/* A cut last line of a killed run is not data; anything else is an error. */
+			if (!c.pos || c.pos >= c.end)
+				break;
+			size_t no = l.no, cells = pm->ncols + 1;
+			pm_free(pm);
+			return spmtap_seterr(err, errlen, EINVAL, "%s:%zu: not a row of %zu cells in time order", path,
+					     no, cells);
+		}
+		if (pm->n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct pm_row *nr = realloc(pm->row, cap * sizeof(*nr));
+			if (!nr) {
+				pm_free(pm);
+				return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+			}
+			pm->row = nr;
+		}
+		pm->row[pm->n++] = (struct pm_row){ t, comma, l.len - (size_t)(comma - l.p) };
+	}
+	return 0;
+}
+
 int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *err, size_t errlen)
 {
 	*buf = NULL;
 	*len = 0;
+	struct pm_rows pm;
+	int prc = pm_load(r, &pm, err, errlen);
+	if (prc)
+		return prc;
 	struct trace_col tc[REC_MAX_GPUS * 8];
 	size_t ntc = 0, nrows = 0;
 	for (uint32_t gi = 0; gi < r->ngpu; gi++) {
@@ -63,11 +152,11 @@ int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *e
 		}
 		nrows += g->smi.n;
 	}
-	if (!ntc && rec_smi_requested(r))
-		return spmtap_seterr(err, errlen, ENOENT,
+	if (!ntc && !pm.n && rec_smi_requested(r))
+		return pm_free(&pm), spmtap_seterr(err, errlen, ENOENT,
 				     "%s holds no power or energy readings although the recording asked for them",
 				     r->base);
-	if (!ntc)
+	if (!ntc && !pm.n)
 		return spmtap_seterr(err, errlen, ENOENT,
 				     "%s has no power or energy series (record with --smi power,energy)", r->base);
 	struct row_ref *rows = malloc((nrows ? nrows : 1) * sizeof(*rows));
@@ -76,6 +165,7 @@ int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *e
 	FILE *f = rows ? open_memstream(&out, &outlen) : NULL;
 	if (!f) {
 		free(rows);
+		pm_free(&pm);
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
 	}
 	size_t k = 0;
@@ -95,8 +185,24 @@ int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *e
 		if (ts_scale(tc[c].g->tick_domain))
 			fprintf(f, ",%s[ts_ns]", name);
 	}
+	fwrite(pm.head, 1, pm.headlen, f);
 	fputc('\n', f);
-	for (size_t i = 0; i < nrows; i++) {
+	size_t smicells = 0;
+	for (size_t c = 0; c < ntc; c++)
+		smicells += 1 + (ts_scale(tc[c].g->tick_domain) != 0);
+	size_t pi = 0;
+	for (size_t i = 0; i <= nrows; i++) {
+		/* The node's rows in time order between the GPUs' (an equal time: the GPU's first). */
+		while (pi < pm.n && (i == nrows || pm.row[pi].t < rows[i].t)) {
+			fprintf(f, "%" PRId64, pm.row[pi].t);
+			for (size_t q = 0; q < smicells; q++)
+				fputc(',', f);
+			fwrite(pm.row[pi].rest, 1, pm.row[pi].len, f);
+			fputc('\n', f);
+			pi++;
+		}
+		if (i == nrows)
+			break;
 		const struct rec_gpu *g = &r->gpu[rows[i].g];
 		size_t row = rows[i].i;
 		fprintf(f, "%" PRId64, rows[i].t);
@@ -117,9 +223,12 @@ int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *e
 					fputc(',', f);
 			}
 		}
+		for (size_t q = 0; q < pm.ncols; q++)
+			fputc(',', f);
 		fputc('\n', f);
 	}
 	free(rows);
+	pm_free(&pm);
 	if (fclose(f) || !out) {
 		free(out);
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");

@@ -42,6 +42,7 @@ struct ana_args {
 	bool per_dispatch;     /* --per-dispatch: a kernel row per dispatch, not per name */
 	bool kernels_only;     /* --kernels-only: the text shows the kernel tables only */
 	bool no_kernels;       /* --no-kernels: leave the recording's dispatches out */
+	const char *cray_map;  /* --cray-accel-map (report): replaces the recording's */
 };
 
 struct ana_in {
@@ -106,5 +107,14 @@ int ana_html_write(const struct ana_in *in, const struct sa_report *rep, const c
 const char *ana_cell(char *buf, size_t len, double v, int prec);
 /* A count or rate of any size in 4 significant digits ("1.235e+09", "812.5"), or "-". */
 const char *ana_cell_g(char *buf, size_t len, double v);
+
+/*
+ * The Cray PM cross-check of a recording made with --cray (analyze-pm.c),
+ * with map (--cray-accel-map; NULL: the recording's): 1 with it in x
+ * (pm_xc_free it), 0 without Cray PM data, -errno.
+ */
+struct pm_xc;
+int ana_pm_compute(const struct ana_in *in, const struct sa_report *r, const char *map, struct pm_xc *x, char *err,
+		   size_t errlen);
 
 #endif

@@ -24,9 +24,11 @@
 #include "collector/analysis/phases.h"
 #include "collector/analysis/report.h"
 #include "collector/analysis/sensor_trace.h"
+#include "collector/analysis/pm_crosscheck.h"
 #include "collector/cli/analyze.h"
 #include "collector/cli/analyze-truth.h"
 #include "collector/cli/cli.h"
+#include "collector/lib/smi_cray_pm.h"
 
 const char cmd_characterize_usage[] =
 	"usage: spmtap characterize --trace T.csv --phases P.csv [--json OUT.json]\n"
@@ -94,6 +96,9 @@ const char cmd_report_usage[] =
 	"  --per-dispatch    a kernel row per dispatch (name#corr_id), not per name\n"
 	"  --kernels-only    print the coverage and kernel tables only (JSON unchanged)\n"
 	"  --no-kernels      leave the recording's dispatches out\n"
+	"  --cray-accel-map accel0=gpu1,...  which GPU each Cray PM accelN measures,\n"
+	"                    instead of the recording's (record --cray-accel-map): the\n"
+	"                    PM against on-chip cross-check (docs/power.md)\n"
 	"\n"
 	"What RECORDING's files hold against its metadata is noted on standard\n"
 	"error first (docs/analysis.md).  A coverage section (lost stretches,\n"
@@ -141,7 +146,7 @@ static int parse_delay(const char *cmd, const char *arg, struct ana_args *a)
 static int parse_args(int argc, char **argv, const char *usage, bool report, struct ana_args *a)
 {
 	enum { O_TRACE = 256, O_PHASES, O_JSON, O_HTML, O_METRIC, O_METRICS, O_NOBUILTIN, O_ACCEPT, O_DELAY, O_MINCOV,
-	       O_PERDISP, O_KONLY, O_NOK };
+	       O_PERDISP, O_KONLY, O_NOK, O_CRAYMAP };
 	static const struct option opts[] = {
 		{ "trace", required_argument, NULL, O_TRACE },
 		{ "phases", required_argument, NULL, O_PHASES },
@@ -156,6 +161,7 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		{ "per-dispatch", no_argument, NULL, O_PERDISP },
 		{ "kernels-only", no_argument, NULL, O_KONLY },
 		{ "no-kernels", no_argument, NULL, O_NOK },
+		{ "cray-accel-map", required_argument, NULL, O_CRAYMAP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -186,6 +192,17 @@ static int parse_args(int argc, char **argv, const char *usage, bool report, str
 		}
 		case O_NOBUILTIN: a->no_builtins = true; report_only = true; break;
 		case O_ACCEPT: a->accept_truncated = true; break;
+		case O_CRAYMAP: {
+			int32_t m[CRAY_PM_MAX_ACCEL];
+			char e[200];
+			if (cray_pm_parse_map(optarg, m, e, sizeof(e)) < 0) {
+				fprintf(stderr, "spmtap %s: --cray-accel-map: %s\n", cmd, e);
+				return EXIT_USAGE;
+			}
+			a->cray_map = optarg;
+			report_only = true;
+			break;
+		}
 		case O_DELAY:
 			if (parse_delay(cmd, optarg, a))
 				return EXIT_USAGE;
@@ -520,12 +537,20 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 		return EXIT_FAIL;
 	}
 	int rc = in->rec ? ana_counters_compute(cmd, a, in) : EXIT_OK;
+	/* Cray EX node power against the GPUs' own energy (--cray recordings): analyze-pm.c */
+	struct pm_xc pmx;
+	int pm = rc ? 0 : ana_pm_compute(in, r, a->cray_map, &pmx, err, sizeof(err));
+	if (pm < 0) {
+		fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+		rc = EXIT_FAIL;
+	}
 	if (!rc && in->rec)
 		rc = ana_kernels_compute(cmd, a, in);
 	if (!rc && a->json) {
 		if (sa_report_json(r, &j, err, sizeof(err)) || (in->rec && ana_counters_json(in, r, j, err, sizeof(err))) ||
 		    (in->kc && ana_kernels_json(in, j, err, sizeof(err))) ||
-		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec)))) {
+		    (in->rec && json_object_set_new(j, "truth", ana_truth_json(in->rec))) ||
+		    (pm > 0 && json_object_set_new(j, "cray_pm_crosscheck", pm_xc_json(&pmx)))) {
 			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
 			rc = EXIT_FAIL;
 		} else {
@@ -551,8 +576,12 @@ static int run_report(const char *cmd, const struct ana_args *a, struct ana_in *
 				ana_counters_print(in, r);
 		}
 		ana_kernels_print(in);
+		if (pm > 0 && !a->kernels_only)
+			pm_xc_print(stdout, &pmx);
 		rc = flush_stdout(cmd);
 	}
+	if (pm > 0)
+		pm_xc_free(&pmx);
 	json_decref(j);
 	sa_report_free(r);
 	return rc;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "collector/cli/cmd-list-smi.h"
+#include "collector/lib/smi_cray_pm.h"
 
 static void print_metrics(FILE *out, uint32_t mask, const char *source)
 {
@@ -11,6 +12,36 @@ static void print_metrics(FILE *out, uint32_t mask, const char *source)
 		if (mask & SMI_M_BIT(m))
 			fprintf(out, "      %-14s %-5s %s\n", smi_metric_name((enum smi_metric)m),
 				smi_metric_unit((enum smi_metric)m), source);
+}
+
+/*
+ * The node-level source (smi_cray_pm.h): available with its series and one
+ * consistent read, or why not.
+ */
+static void list_cray(FILE *out, const struct smi_env *env)
+{
+	struct cray_pm *pm;
+	char why[320];
+	fprintf(out, "node\n");
+	if (cray_pm_open(env ? env->sysfs_root : NULL, &pm, why, sizeof(why))) {
+		fprintf(out, "    cray_pm      unavailable: %s\n", why);
+		return;
+	}
+	struct cray_pm_snap s;
+	uint64_t torn = 0;
+	int rc = cray_pm_read(pm, &s, &torn);
+	if (rc)
+		fprintf(out, "    cray_pm      unavailable: no consistent read (%s)\n",
+			rc == -EAGAIN ? "freshness moved during every pass" : "freshness unreadable");
+	else
+		fprintf(out, "  * cray_pm      available (--cray), /sys/cray/pm_counters, raw_scan_hz %llu, %u accel; "
+			"timestamps: realtime_us; accelN -> GPU mapping not documented publicly: "
+			"--cray-accel-map\n", (unsigned long long)cray_pm_raw_scan_hz(pm), cray_pm_naccel(pm));
+	for (unsigned i = 0; !rc && i < cray_pm_nseries(pm); i++)
+		if (s.val[i].present)
+			fprintf(out, "      pm.%-14s %-5c cray_pm\n", cray_pm_series_name(pm, i),
+				cray_pm_series_unit(pm, i));
+	cray_pm_close(pm);
 }
 
 int cli_list_smi(FILE *out, const struct spm_device *devs, size_t ndev, const struct smi_env *env)
@@ -45,5 +76,6 @@ int cli_list_smi(FILE *out, const struct spm_device *devs, size_t ndev, const st
 			fprintf(out, "  no sensor source for this GPU\n");
 		smi_probe_release(&p);
 	}
+	list_cray(out, env);
 	return ferror(out) ? -EIO : 0;
 }

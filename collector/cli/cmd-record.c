@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "collector/cli/record.h"
+#include "collector/lib/smi_cray_pm.h"
 #include "spm/submit.h"
 #include "collector/lib/session.h"
 #include "collector/lib/writer.h"
@@ -47,6 +48,12 @@ const char cmd_record_usage[] =
 	"  --smi SENSORS          power,energy,temp,activity,clock,all or metric names\n"
 	"  --smi-interval T       sensor period, e.g. 1ms, 10ms (default 1ms)\n"
 	"  --smi-offset M=V[unit] add V to a sensor (power_avg=30W), comma-separated\n"
+	"  --cray                 HPE Cray EX node power (/sys/cray/pm_counters): node,\n"
+	"                         cpu, memory, accel power and energy into\n"
+	"                         NAME_craypm.csv (docs/power.md)\n"
+	"  --cray-interval T      its polling period (default 50ms; it updates ~100ms)\n"
+	"  --cray-accel-map MAP   accel0=gpu1,... : which GPU each accelN measures (not\n"
+	"                         documented publicly; default: unmapped)\n"
 	"  --spm-clock-hz HZ      assumed SPM timestamp rate (default 100000000, the\n"
 	"                         GPU reference clock); recorded in every output\n"
 	"  -- app args            run the application; record until it exits; exit\n"
@@ -145,7 +152,8 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
 	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
-	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES, O_SPILL_MEM, O_KEEP_RAW, O_NO_KERNELS };
+	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES, O_SPILL_MEM, O_KEEP_RAW, O_NO_KERNELS, O_CRAY,
+	       O_CRAY_INTERVAL, O_CRAY_MAP };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -155,6 +163,9 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "smi", required_argument, NULL, O_SMI },
 		{ "smi-interval", required_argument, NULL, O_SMI_INTERVAL },
 		{ "smi-offset", required_argument, NULL, O_SMI_OFFSET },
+		{ "cray", no_argument, NULL, O_CRAY },
+		{ "cray-interval", required_argument, NULL, O_CRAY_INTERVAL },
+		{ "cray-accel-map", required_argument, NULL, O_CRAY_MAP },
 		{ "spm-clock-hz", required_argument, NULL, O_SPM_CLOCK },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "spm-backend", required_argument, NULL, O_BACKEND },
@@ -193,6 +204,29 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		}
 		case O_SMI: o->smi = optarg; break;
 		case O_SMI_OFFSET: o->smi_offset = optarg; break;
+		case O_CRAY: o->cray = true; break;
+		case O_CRAY_MAP: {
+			int32_t map[CRAY_PM_MAX_ACCEL];
+			char err[256];
+			if (cray_pm_parse_map(optarg, map, err, sizeof(err)) < 0) {
+				fprintf(stderr, "spmtap record: --cray-accel-map: %s\n", err);
+				return EXIT_USAGE;
+			}
+			o->cray_accel_map = optarg;
+			o->cray = true;
+			break;
+		}
+		case O_CRAY_INTERVAL: {
+			double ns;
+			if (cli_parse_time(optarg, 1e6, &ns) < 0 || ns < 1e6) {
+				fprintf(stderr, "spmtap record: --cray-interval %s: expected >= 1ms (e.g. 50ms)\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			o->cray_interval_ns = (uint64_t)ns;
+			o->cray = true;
+			break;
+		}
 		case O_SMI_INTERVAL: {
 			double ns;
 			if (cli_parse_time(optarg, 1e6, &ns) < 0 || ns < 1e6) { /* bare: ms, as before */
@@ -316,7 +350,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 					"--spm NAMES\n");
 			return EXIT_USAGE;
 		}
-		if (!o->raw && !o->smi) {
+		if (!o->raw && !o->smi && !o->cray) {
 			fprintf(stderr, "spmtap record: say what to record: --spm NAMES for counters "
 					"(see `spmtap list --counters`), or --raw -o FILE for the raw stream\n");
 			return EXIT_USAGE;
@@ -326,8 +360,8 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		fprintf(stderr, "spmtap record: --raw needs -o FILE\n");
 		return EXIT_USAGE;
 	}
-	if (o->raw && (o->dir || o->formats || o->smi)) {
-		fprintf(stderr, "spmtap record: --raw writes one container (-o FILE); -d, -f and --smi "
+	if (o->raw && (o->dir || o->formats || o->smi || o->cray)) {
+		fprintf(stderr, "spmtap record: --raw writes one container (-o FILE); -d, -f, --smi and --cray "
 				"are for decoded outputs\n");
 		return EXIT_USAGE;
 	}

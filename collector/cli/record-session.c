@@ -27,13 +27,14 @@
 #include "collector/cli/emu-schedule.h"
 #include "collector/lib/power_dedt.h"
 #include "collector/lib/session.h"
+#include "collector/lib/smi_cray_pm.h"
 #include "collector/lib/smi_source.h"
 #include "log.h"
 
 /* -d DIR, -f, --smi, an app, phases or a GPU list: the -f outputs; otherwise one stream's file. */
 static bool wants_formats(const struct rec_opts *o)
 {
-	return !o->raw && (o->dir || o->formats || o->smi || o->app || o->nphases ||
+	return !o->raw && (o->dir || o->formats || o->smi || o->cray || o->app || o->nphases ||
 			   (o->device && (strchr(o->device, ',') || !strcmp(o->device, "all"))));
 }
 
@@ -287,6 +288,9 @@ static void summary(struct session *S, double secs)
 			" trailing, %" PRIu64 " pre-program bytes (first buffer)", st.gpu, pre, trail,
 			st.first_buffer_bytes);
 	}
+	char cray[400];
+	if (session_cray_summary(S, cray, sizeof(cray)))
+		fprintf(stderr, "spmtap record: %s\n", cray);
 	rec_summary_cost(S);
 	/* The files of this run, under their final names (an earlier run's set is gone with it). */
 	for (const char *const *p = session_outputs(S); *p; p++)
@@ -509,6 +513,23 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		cli_target_free(&t);
 		return EXIT_USAGE;
 	}
+	int32_t cray_map[CRAY_PM_MAX_ACCEL];
+	if (cray_pm_parse_map(o->cray_accel_map, cray_map, err, sizeof(err)) < 0) {
+		fprintf(stderr, "spmtap record: --cray-accel-map: %s\n", err);
+		cli_target_free(&t);
+		return EXIT_USAGE;
+	}
+	for (unsigned a = 0; a < CRAY_PM_MAX_ACCEL; a++) {
+		bool known = cray_map[a] < 0;
+		for (size_t i = 0; i < ngpus && !known; i++)
+			known = t.devs[gpus[i]].index == (uint32_t)cray_map[a];
+		if (!known) {
+			fprintf(stderr, "spmtap record: --cray-accel-map: accel%u=gpu%d, but GPU %d is not recorded "
+					"(--device)\n", a, cray_map[a], cray_map[a]);
+			cli_target_free(&t);
+			return EXIT_USAGE;
+		}
+	}
 	if (o->smi_offset && smi_offsets_parse(o->smi_offset, &offs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "spmtap record: --smi-offset: %s\n", err);
 		cli_target_free(&t);
@@ -562,6 +583,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		.nbuffers = o->nbuffers, .buffer_size = o->buffer_size,
 		.spm_clock_hz = o->spm_clock_hz, .smi_metrics = smi,
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
+		.cray = o->cray, .cray_interval_ns = o->cray_interval_ns, .cray_accel_map = cray_map,
 		.dir = outdir ? outdir : ".", .name = name, .formats = fmts, .nformats = nfmt,
 		.command_line = cmdline, .markers = o->app != NULL,
 		.kernels = tool != NULL, .kernels_csv = tool ? kcsv : NULL,

@@ -53,6 +53,9 @@ struct rec_opts {
 	const char *smi;                     /* --smi power,energy,... */
 	uint64_t smi_interval_ns;
 	const char *smi_offset;
+	bool cray;                           /* --cray: /sys/cray/pm_counters (docs/power.md) */
+	uint64_t cray_interval_ns;           /* --cray-interval; 0: 50 ms */
+	const char *cray_accel_map;          /* --cray-accel-map accel0=gpu1,... */
 	double spm_clock_hz;
 	char **app;                          /* -- app args */
 	const char *phases[4];               /* --phases FILE|emulator (repeatable) */

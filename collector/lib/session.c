@@ -63,7 +63,7 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 	*out = NULL;
 	if (!o || !o->ngpus || o->ngpus > SESSION_MAX_GPUS ||
 	    o->nformats + (o->ticks_csv != NULL) > SESSION_MAX_WRITERS ||
-	    (!o->ncounters && !o->smi_metrics && !o->raw_path))
+	    (!o->ncounters && !o->smi_metrics && !o->raw_path && !o->cray))
 		return spmtap_seterr(err, errlen, EINVAL,
 				     "a session needs 1..%u GPUs, at most %u formats, and counters, sensors "
 				     "or a raw container", SESSION_MAX_GPUS, SESSION_MAX_WRITERS);
@@ -141,7 +141,8 @@ int session_open(struct session **out, const struct session_opts *o, char *err, 
 	}
 	/* At or before the outputs' start_boottime_ns, which ses_open_writers takes next. */
 	S->start_boot = ses_now_ns(CLOCK_BOOTTIME);
-	return ses_open_writers(S, err, errlen);
+	rc = ses_open_writers(S, err, errlen);
+	return rc < 0 || !o->cray ? rc : ses_cray_open(S, err, errlen);
 }
 
 int64_t session_start_boottime(const struct session *S) { return S->start_boot; }
@@ -230,6 +231,8 @@ int session_start(struct session *S, char *err, size_t errlen)
 				spmtap_seterr(err, errlen, -rc, "GPU %u: cannot start the sensor sampler",
 					      S->g[i].dev->index);
 		}
+	if (!rc)
+		rc = ses_cray_start(S, err, errlen);
 out:
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* Only a run that started replaces earlier outputs (ses_outputs_finish). */
@@ -293,6 +296,7 @@ int session_stop(struct session *S, char *err, size_t errlen)
 	for (size_t i = 0; i < S->ng; i++)
 		if (S->g[i].smi)
 			smi_sampler_stop(S->g[i].smi);
+	ses_cray_stop(S);
 	/* Stop generation first, so each drain ends on a call that copies nothing. */
 	for (size_t i = 0; i < S->ng; i++) {
 		struct sgpu *g = &S->g[i];
@@ -482,6 +486,7 @@ void session_close(struct session *S)
 		pthread_join(S->kd_thr, NULL);
 	}
 	kd_reader_free(S->kd);
+	ses_cray_free(S);
 	for (size_t k = 0; k < S->nw; k++)
 		free(S->paths[k]);
 	free(S->outs);

@@ -115,6 +115,15 @@ struct session_opts {
 	 */
 	bool kernels;
 	const char *kernels_csv;
+	/*
+	 * HPE Cray EX node power (smi_cray_pm.h, docs/power.md): poll
+	 * /sys/cray/pm_counters every cray_interval_ns (0: 50 ms) into
+	 * DIR/NAME_craypm.csv; cray_accel_map[CRAY_PM_MAX_ACCEL] (NULL: none)
+	 * pairs accelN with a GPU index (-1: unmapped), for the metadata.
+	 */
+	bool cray;
+	uint64_t cray_interval_ns;
+	const int32_t *cray_accel_map;
 };
 
 /* Per XCC stream: every byte retired is one of these (docs/architecture.md). */
@@ -266,5 +275,12 @@ int session_parse_smi(const char *spec, uint32_t *mask, char *err, size_t errlen
 int session_make_dir(const char *dir, char *err, size_t errlen);
 int session_parse_formats(const char *spec, const struct writer_ops **out, size_t *n, char *err,
 			  size_t errlen);
+
+/*
+ * One sentence on the Cray EX node power (--cray) for the summary: snapshots,
+ * missed, torn reads retried, failed polls, the accel map.  False without
+ * --cray.
+ */
+bool session_cray_summary(struct session *S, char *buf, size_t len);
 
 #endif

@@ -78,7 +78,7 @@ json_t *ses_extra_json(struct session *S)
 	/* The -f formats asked for (the writers are not open yet when this is first written). */
 	for (size_t i = 0; i < S->o.nformats; i++)
 		json_array_append_new(fmts, json_string(S->o.formats[i]->name));
-	return json_pack("{s:o, s:o, s:o, s:o, s:f, s:s, s:I, s:o, s:b}", "devices", devs, "streams", streams,
+	json_t *x = json_pack("{s:o, s:o, s:o, s:o, s:f, s:s, s:I, s:o, s:b}", "devices", devs, "streams", streams,
 			 "counters",
 			 ctrs, "formats", fmts, "spm_clock_hz", S->spm_hz, "spm_clock_assumption",
 			 "SPM timestamps count the GPU reference clock at spm_clock_hz "
@@ -86,6 +86,12 @@ json_t *ses_extra_json(struct session *S)
 			 "smi_interval_ns",
 			 (json_int_t)(S->o.smi_interval_ns ? S->o.smi_interval_ns : 1000000),
 			 "notes", smi, "emulated", getenv("SPMTAP_EMU_ACTIVE") != NULL);
+	json_t *cray = ses_cray_json(S);
+	if (x && cray)
+		json_object_set_new(x, "cray_pm", cray);
+	else
+		json_decref(cray);
+	return x;
 }
 
 int ses_open_writers(struct session *S, char *err, size_t errlen)

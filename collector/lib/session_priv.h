@@ -162,6 +162,7 @@ struct session {
 	uint64_t wcpu_ns[SESSION_MAX_WRITERS];
 	uint64_t clock_cpu_ns, mk_cpu_ns;
 	struct cost cost;
+	struct ses_cray *cray;    /* o.cray: the Cray EX node power thread (session_cray.c) */
 };
 
 /* The metadata and the files are brought up to date at least this often (docs/formats/csv.md). */
@@ -194,6 +195,14 @@ json_t *ses_kernels_json(const struct session *S);
 struct mk_region;
 int ses_marker_emit(const struct mk_region *r, void *user);
 void ses_add_pair(struct session *S, struct sgpu *g);
+
+/* session_cray.c: Cray EX node power (o.cray) */
+struct ses_cray;
+int ses_cray_open(struct session *S, char *err, size_t errlen);
+int ses_cray_start(struct session *S, char *err, size_t errlen);
+void ses_cray_stop(struct session *S);
+json_t *ses_cray_json(const struct session *S); /* the metadata's "cray_pm"; NULL without */
+void ses_cray_free(struct session *S);
 
 /* session_meta.c */
 int ses_open_writers(struct session *S, char *err, size_t errlen);

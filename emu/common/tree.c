@@ -6,12 +6,14 @@
  * under <dir>/sys, the DRM/PCI/hwmon side that ROCm SMI and the sensor
  * readers use (docs/emulator.md, "Sensors").
  */
+#include "emu/common/craypm.h"
 #include "emu/common/emu.h"
 #include "emu/common/sensors.h"
 
 #include <time.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -391,6 +393,42 @@ static void write_drm(struct emu_tw *tw, const char *dir, const struct emu_gpu_d
 		write_drm_card(tw, root, &g[i], (unsigned)i, spec);
 }
 
+/*
+ * The Cray EX node's /sys/cray/pm_counters (craypm.h): placeholders the
+ * shim serves (sensor_fs.c), one accel per card, and cray-epoch: the
+ * sensor epoch on MONOTONIC_RAW with CLOCK_REALTIME at the same instant,
+ * so every process stamps a snapshot with the same REALTIME us.
+ * SPMTAP_EMU_CRAY=0 leaves the node without them (not a Cray EX node).
+ */
+static void write_cray(struct emu_tw *tw, const char *dir, const struct emu_gpu_desc *g, int n,
+		       const struct timespec *raw)
+{
+	const char *e = getenv("SPMTAP_EMU_CRAY");
+	if (e && !strcmp(e, "0"))
+		return;
+	unsigned cards = 0;
+	for (int i = 0, die = 0; i < n; i++) {
+		if (i && g[i].profile == g[i - 1].profile && die + 1 < (int)g[i].profile->gpus_per_card) {
+			die++;
+			continue;
+		}
+		die = 0;
+		cards++;
+	}
+	if (cards > EMU_CRAY_MAX_ACCEL)
+		cards = EMU_CRAY_MAX_ACCEL;
+	struct timespec real;
+	clock_gettime(CLOCK_REALTIME, &real);
+	char v[96], nb[32];
+	snprintf(v, sizeof(v), "%llu %llu\n", (unsigned long long)raw->tv_sec * 1000000000ull + (unsigned long long)raw->tv_nsec,
+		 (unsigned long long)real.tv_sec * 1000000000ull + (unsigned long long)real.tv_nsec);
+	tw_file(tw, v, "%s/cray-epoch", dir);
+	tw_mkdir(tw, "%s/sys/cray", dir);
+	tw_mkdir(tw, "%s/sys/cray/pm_counters", dir);
+	for (unsigned i = 0; i < EMU_CRAY_NFILES(cards); i++)
+		tw_file(tw, "0\n", "%s/sys/cray/pm_counters/%s", dir, emu_cray_file_name(i, cards, nb, sizeof(nb)));
+}
+
 int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t errlen)
 {
 	struct emu_gpu_desc gpus[EMU_MAX_GPUS];
@@ -425,5 +463,6 @@ int emu_tree_write(const char *dir, const char *profile_spec, char *err, size_t 
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	snprintf(spec, sizeof(spec), "%llu\n", (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
 	tw_file(&tw, spec, "%s/sensor-epoch", dir);
+	write_cray(&tw, dir, gpus, n, &ts);
 	return tw.failed ? -1 : 0;
 }

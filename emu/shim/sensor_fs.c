@@ -165,18 +165,28 @@ int emu_sensor_open(const char *xpath, int flags, bool track)
 		return -2;
 	size_t rl = strlen(emu_p.sysfs_real);
 	int attr = emu_dyn_index(xpath);
-	if (attr < 0)
+	bool cray = attr < 0 && strstr(xpath, "/cray/pm_counters/");
+	if (attr < 0 && !cray)
 		return -2;
 	char rp[PATH_MAX];
 	/* Only files that exist in our tree: an MI300 has no power1_average, and the open must fail like the kernel's. */
 	if (!emu_real_realpath(xpath, rp) || strncmp(rp, emu_p.sysfs_real, rl) || rp[rl] != '/')
 		return -2;
-	emu_sensor_load();
-	int gpu = emu_gpu_of_path(rp);
-	if (gpu < 0)
-		return -2;
+	int gpu;
+	if (cray) {
+		/* The Cray node's counters: GPU -1, attr = the file's index (craypm_fs.c). */
+		const char *name;
+		if (!emu_cray_path(rp, &name) || (attr = emu_cray_file_of(name)) < 0)
+			return -2;
+		gpu = -1;
+	} else {
+		emu_sensor_load();
+		gpu = emu_gpu_of_path(rp);
+		if (gpu < 0)
+			return -2;
+	}
 	unsigned char buf[EMU_GPU_METRICS_MAX];
-	ssize_t len = emu_sensor_generate(gpu, attr, buf, sizeof(buf));
+	ssize_t len = gpu < 0 ? emu_cray_generate(attr, buf, sizeof(buf)) : emu_sensor_generate(gpu, attr, buf, sizeof(buf));
 	if (len < 0) {
 		errno = EIO;
 		return -1;
@@ -220,6 +230,7 @@ bool emu_sensor_fd_refresh(int fd)
 		return false;
 	}
 	unsigned char buf[EMU_GPU_METRICS_MAX];
-	ssize_t len = emu_sensor_generate(emu_sfds[fd].gpu, emu_sfds[fd].attr, buf, sizeof(buf));
+	ssize_t len = emu_sfds[fd].gpu < 0 ? emu_cray_generate(emu_sfds[fd].attr, buf, sizeof(buf))
+					   : emu_sensor_generate(emu_sfds[fd].gpu, emu_sfds[fd].attr, buf, sizeof(buf));
 	return len >= 0 && !emu_fill(fd, buf, (size_t)len);
 }

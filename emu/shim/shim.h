@@ -90,6 +90,14 @@ int emu_sensor_open(const char *xpath, int flags, bool track);
 bool emu_sensor_fd_refresh(int fd);
 void emu_sensor_fd_forget(int fd);
 
+/* craypm_fs.c: /sys/cray/pm_counters (docs/emulator.md "Cray PM counters"). */
+/* Whether resolved path rp is a file of the tree's pm_counters; *name: its name. */
+bool emu_cray_path(const char *rp, const char **name);
+/* The file index of a pm_counters name (emu/common/craypm.h), or -1. */
+int emu_cray_file_of(const char *name);
+/* File `file` as a read now shows it; its length or -1. */
+ssize_t emu_cray_generate(int file, unsigned char *buf, size_t len);
+
 /* schedule_fs.c: <tree>/emu-schedule, generated at open; -2 when path is not it, else an fd or -1. */
 int emu_schedule_open(const char *path, int flags);
 

@@ -119,6 +119,7 @@ static const char *const emu_drm_prefixes[] = {
 	"/sys/class/drm",
 	"/sys/class/hwmon",
 	"/sys/module/amdgpu",
+	"/sys/cray", /* the Cray EX node's pm_counters (craypm_fs.c) */
 };
 
 static bool emu_has_prefix(const char *path, const char *pre)
