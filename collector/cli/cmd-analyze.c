@@ -60,6 +60,7 @@ const char cmd_report_usage[] =
 	"       spmtap report RECORDING [--phases P.csv] [--json OUT.json] [--html OUT.html]\n"
 	"                     [--metric NAME=EXPR]... [--metrics FILE]... [--no-builtin-metrics]\n"
 	"                     [--sensor-delay SIGNAL=MS]... [--min-coverage F]\n"
+	"                     [--cray-accel-map accel0=gpuN,...]\n"
 	"                     [--per-dispatch] [--kernels-only | --no-kernels]\n"
 	"\n"
 	"Per phase: the energy from the trace's first energy counter, the mean\n"
