@@ -46,6 +46,9 @@ extern const char cmd_characterize_usage[];
 extern const char cmd_report_usage[];
 extern const char cmd_plot_usage[];
 extern const char cmd_export_usage[];
+/* spmtap merge (cmd-merge.c, collector/analysis/merge.h). */
+int cmd_merge(int argc, char **argv);
+extern const char cmd_merge_usage[];
 
 /*
  * --emulate: re-run this very command under the emulator and return its exit
