@@ -39,6 +39,8 @@ const char cmd_plot_usage[] =
 	"                      it every phase but those named idle is shaded, up\n"
 	"                      to 200\n"
 	"  --size WxH          canvas size in px (default 1200 wide, 240 per panel)\n"
+	"  --node N            a merged job recording (spmtap merge's .db): draw node N\n"
+	"                      on the job's timeline (it needs one)\n"
 	ANA_ACCEPT_USAGE
 	"\n"
 	"RECORDING is a CSV or SQLite recording (record -f csv or -f sqlite): DIR,\n"
@@ -99,7 +101,24 @@ int cli_rec_analysis(const struct recording *r, struct sa_trace **tr, struct sa_
 	return rc;
 }
 
+static int plot_main(int argc, char **argv);
+
+/* A merged job recording's node (--node N, report-job.c), else the recording as given. */
 int cmd_plot(int argc, char **argv)
+{
+	char *keep = NULL;
+	char **nv = argv;
+	int jrc = cli_job_node("plot", &argc, &nv, &keep);
+	if (jrc > 0)
+		return jrc;
+	int rc = plot_main(argc, nv);
+	if (nv != argv)
+		free(nv);
+	free(keep);
+	return rc;
+}
+
+static int plot_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },

@@ -105,7 +105,8 @@ static int make_node(const struct synjob *j, unsigned k, json_t *tnodes)
 	}
 	int64_t origin = synjob_origin(k);
 	double spm_period = 1e9 / j->spm_hz, smi_period = 1e9 / j->smi_hz;
-	uint64_t n_spm = (uint64_t)(j->seconds * j->spm_hz), n_smi = (uint64_t)(j->seconds * j->smi_hz);
+	/* sensors from half a period before the job's start to half after its end: energy is known at every edge */
+	uint64_t n_spm = (uint64_t)(j->seconds * j->spm_hz), n_smi = (uint64_t)(j->seconds * j->smi_hz) + 1;
 
 	/* the job object: offsets at start, four sync points, the end (JOB.md §3) */
 	json_t *offs = json_array();
@@ -201,7 +202,7 @@ static int make_node(const struct synjob *j, unsigned k, json_t *tnodes)
 	for (uint64_t i = 0; !rc && i < n_smi;) {
 		uint32_t n = 0;
 		for (; n < CHUNK && i < n_smi; n++, i++) {
-			int64_t l = origin + 1234 + (int64_t)llround((double)i * smi_period);
+			int64_t l = origin + (int64_t)llround(((double)i - 0.5) * smi_period);
 			host_ns[n] = l;
 			ticks[n] = (uint64_t)l / 10;
 			d1[n] = 50.0 + 10.0 * phase_at(j, ref_of(k, l)) + k;
