@@ -106,7 +106,7 @@ static int make_node(const struct synjob *j, unsigned k, json_t *tnodes)
 	int64_t origin = synjob_origin(k);
 	double spm_period = 1e9 / j->spm_hz, smi_period = 1e9 / j->smi_hz;
 	/* sensors from half a period before the job's start to half after its end: energy is known at every edge */
-	uint64_t n_spm = (uint64_t)(j->seconds * j->spm_hz), n_smi = (uint64_t)(j->seconds * j->smi_hz) + 1;
+	uint64_t n_spm = (uint64_t)(j->seconds * j->spm_hz), n_smi = (uint64_t)(j->seconds * j->smi_hz) + 2;
 
 	/* the job object: offsets at start, four sync points, the end (JOB.md §3) */
 	json_t *offs = json_array();
