@@ -234,6 +234,8 @@ check-asan:
 check-tsan:
 	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" $(MAKE) B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" TSAN=1 test
 
+# bench_merge runs the synthetic-job helper (tests/lib/synjob.c).
+$(B)/bench/bench_merge: | $(B)/tests/helpers/mk_job
 bench: all $(BENCH_BIN)
 	B=$(B) sh tests/bench/run.sh
 
