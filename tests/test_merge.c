@@ -361,6 +361,24 @@ static void test_report(void)
 	/* the command prints it, with every node's bound */
 	CU_ASSERT_EQUAL(sh("'%s' report '%s'", spmtap(), merged), 0);
 	CU_ASSERT(out_has("1.800 us") && out_has("(sum over nodes)") && out_has("phase phase3: 4 node(s)"));
+	/* and as JSON: the job's energy is the nodes' sum */
+	char jp[PATH_MAX];
+	snprintf(jp, sizeof(jp), "%s/job.json", dir);
+	CU_ASSERT_EQUAL(sh("'%s' report '%s' --json '%s'", spmtap(), merged, jp), 0);
+	json_error_t je;
+	json_t *j = json_load_file(jp, 0, &je);
+	CU_ASSERT_FATAL(j != NULL);
+	json_t *p1 = json_array_get(json_object_get(j, "phases"), 1);
+	double s1 = 0;
+	size_t i;
+	json_t *c;
+	json_array_foreach(json_object_get(p1, "nodes"), i, c)
+	s1 += json_real_value(json_object_get(c, "energy_j"));
+	CU_ASSERT_EQUAL(json_array_size(json_object_get(p1, "nodes")), NODES);
+	CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(json_object_get(p1, "job"), "energy_j")), s1, 1e-9);
+	CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(json_object_get(j, "nodes"), 3),
+							   "max_bound_ns")), synjob_bound(3));
+	json_decref(j);
 	/* one node through the single-recording report and plot */
 	CU_ASSERT_EQUAL(sh("'%s' report '%s' --node 2", spmtap(), merged), 0);
 	CU_ASSERT(out_has("phase2"));

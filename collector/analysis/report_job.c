@@ -2,6 +2,7 @@
 /* `spmtap report` on a merged job recording (report_job.h). */
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -328,4 +329,48 @@ void rj_print(FILE *f, const struct rj_report *r)
 			fprintf(f, " %16s", num(b[3], sizeof(b[3]), p->counter[k], 0));
 		fputc('\n', f);
 	}
+}
+
+static json_t *jnum(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
+json_t *rj_json(const struct rj_report *r)
+{
+	json_t *o = json_object(), *nodes = json_array(), *ctrs = json_array(), *phases = json_array();
+	for (size_t i = 0; i < r->nnode; i++) {
+		const struct rj_node *n = &r->node[i];
+		json_array_append_new(nodes, json_pack("{s:I,s:o,s:s,s:s,s:o}", "node", (json_int_t)n->node, "rank",
+						       n->rank >= 0 ? json_integer(n->rank) : json_null(), "hostname",
+						       n->hostname, "clock_method", n->clock_method, "max_bound_ns",
+						       n->max_bound_ns >= 0 ? json_integer(n->max_bound_ns) : json_null()));
+	}
+	for (size_t k = 0; k < r->ncounter; k++)
+		json_array_append_new(ctrs, json_string(r->counter[k]));
+	for (size_t i = 0; i < r->nphase; i++) {
+		const struct rj_phase *p = &r->phase[i];
+		json_t *cells = json_array();
+		for (size_t j = 0; j < p->ncell; j++) {
+			const struct rj_cell *c = &p->cell[j];
+			json_t *cv = json_object();
+			for (size_t k = 0; k < r->ncounter; k++)
+				json_object_set_new(cv, r->counter[k], jnum(c->counter[k]));
+			json_array_append_new(cells, json_pack("{s:I,s:I,s:I,s:o,s:o,s:I,s:o}", "node", (json_int_t)c->node,
+							       "start_ns", (json_int_t)c->start_ns, "end_ns",
+							       (json_int_t)c->end_ns, "energy_j", jnum(c->energy_j), "mean_w",
+							       jnum(c->mean_w), "samples", (json_int_t)c->samples,
+							       "counters", cv));
+		}
+		json_t *jc = json_object();
+		for (size_t k = 0; k < r->ncounter; k++)
+			json_object_set_new(jc, r->counter[k], jnum(p->counter[k]));
+		json_array_append_new(phases, json_pack("{s:s,s:I,s:o,s:{s:o,s:o}}", "name", p->name, "start_spread_ns",
+							(json_int_t)p->start_spread_ns, "nodes", cells, "job",
+							"energy_j", jnum(p->energy_j), "counters", jc));
+	}
+	json_object_set_new(o, "nodes", nodes);
+	json_object_set_new(o, "counters", ctrs);
+	json_object_set_new(o, "phases", phases);
+	return o;
 }

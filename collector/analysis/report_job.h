@@ -57,5 +57,8 @@ bool rj_is_merged(const char *path);
 int rj_load(const char *db, struct rj_report **out, char *err, size_t errlen);
 void rj_free(struct rj_report *r);
 void rj_print(FILE *f, const struct rj_report *r);
+/* The same as JSON ("nodes", "counters", "phases": per phase "nodes" and "job"); NAN as null. */
+struct json_t;
+struct json_t *rj_json(const struct rj_report *r);
 
 #endif

@@ -5,6 +5,8 @@
  * with --node N, report and plot read node N as they read a single
  * recording (rec_load's "PATH#node=N"), on the job's reference timeline.
  */
+#include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +28,26 @@ int cli_job_report(int argc, char **argv)
 			fprintf(stderr, "spmtap report: %s: %s\n", argv[i], err);
 			return EXIT_FAIL;
 		}
-		rj_print(stdout, r);
+		/* --json F (or -): the same as JSON; a table without it */
+		const char *jpath = NULL;
+		for (int k = 1; k + 1 < argc; k++)
+			if (!strcmp(argv[k], "--json"))
+				jpath = argv[k + 1];
+		int rc = EXIT_OK;
+		if (jpath) {
+			json_t *j = rj_json(r);
+			size_t fl = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(16);
+			if (!j || (!strcmp(jpath, "-") ? json_dumpf(j, stdout, fl) : json_dump_file(j, jpath, fl))) {
+				fprintf(stderr, "spmtap report: %s: cannot write\n", jpath);
+				rc = EXIT_FAIL;
+			}
+			json_decref(j);
+		}
+		if (!jpath || strcmp(jpath, "-"))
+			rj_print(stdout, r);
 		rj_free(r);
 		fflush(stdout);
-		return ferror(stdout) ? EXIT_FAIL : EXIT_OK;
+		return ferror(stdout) ? EXIT_FAIL : rc;
 	}
 	return -1;
 }
