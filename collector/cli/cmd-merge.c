@@ -48,7 +48,7 @@ const char cmd_merge_usage[] =
 
 static int usage_err(const char *msg)
 {
-	fprintf(stderr, "spmtap merge: %s\n%s", msg, cmd_merge_usage);
+	fprintf(stderr, "spmtap merge: %s (spmtap help merge)\n", msg);
 	return EXIT_USAGE;
 }
 
