@@ -4,6 +4,7 @@
  * against the truth of synthetic node recordings (tests/lib/synjob.h:
  * every node its own CLOCK_BOOTTIME origin and a drifting offset, phases
  * at common reference instants):
+ *  - clock: the mapping by itself (interpolated, held outside, bounds);
  *  - truth: phase edges in the merged SQLite equal the true reference edges
  *    within each node's bound (and a held offset would miss them: the
  *    drift is larger than the bound, so interpolation is what passes);
@@ -37,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collector/analysis/merge.h"
 #include "collector/analysis/report_job.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
 #include "files.h"
@@ -148,6 +150,44 @@ static double true_ref(unsigned k, uint64_t i)
 	double period = 1e9 / SPM_HZ;
 	int64_t l = synjob_origin(k) + llround((double)i * period);
 	return (double)SYNJOB_T0 + (double)(l - synjob_origin(k)) * (1.0 + synjob_drift(k));
+}
+
+/* The mapping itself (job_iface.md): linear between entries, held outside, the larger neighbouring bound. */
+static void test_clock(void)
+{
+	json_t *m = json_loads("{\"job\":{\"rank\":1,\"clock\":{\"method\":\"mpi-min-rtt-pingpong\",\"offsets\":["
+			       "{\"local_ns\":1000,\"offset_ns\":500,\"bound_ns\":10,\"rtt_ns\":20},"
+			       "{\"local_ns\":2000,\"offset_ns\":700,\"bound_ns\":30,\"rtt_ns\":60},"
+			       "{\"local_ns\":4000,\"offset_ns\":-100,\"bound_ns\":20,\"rtt_ns\":40}]}}}",
+			       0, NULL);
+	CU_ASSERT_FATAL(m != NULL);
+	struct mg_clock c;
+	char err[256];
+	CU_ASSERT_FATAL(mg_clock_parse(m, &c, err, sizeof(err)) == 0);
+	int64_t b;
+	CU_ASSERT_EQUAL(mg_clock_map(&c, 0, &b), 500); /* held before the first */
+	CU_ASSERT_EQUAL(b, 10);
+	CU_ASSERT_EQUAL(mg_clock_map(&c, 1500, &b), 1500 + 600);
+	CU_ASSERT_EQUAL(b, 30);
+	CU_ASSERT_EQUAL(mg_clock_map(&c, 3000, &b), 3000 + 300);
+	CU_ASSERT_EQUAL(b, 30);
+	CU_ASSERT_EQUAL(mg_clock_map(&c, 2000, NULL), 2700);
+	CU_ASSERT_EQUAL(mg_clock_map(&c, 9000, &b), 9000 - 100); /* held after the last */
+	CU_ASSERT_EQUAL(b, 20);
+	CU_ASSERT_EQUAL(c.max_bound_ns, 30);
+	CU_ASSERT_STRING_EQUAL(c.method, "mpi-min-rtt-pingpong");
+	mg_clock_free(&c);
+	json_decref(m);
+	/* no job object: offset 0, bound unknown; offsets out of order: refused */
+	m = json_loads("{\"hostname\":\"x\"}", 0, NULL);
+	CU_ASSERT(mg_clock_parse(m, &c, err, sizeof(err)) == 0 && mg_clock_map(&c, 123, &b) == 123 && b == -1);
+	CU_ASSERT_STRING_EQUAL(c.method, "none (unaligned)");
+	mg_clock_free(&c);
+	json_decref(m);
+	m = json_loads("{\"job\":{\"clock\":{\"offsets\":[{\"local_ns\":9,\"offset_ns\":0,\"bound_ns\":1},"
+		       "{\"local_ns\":5,\"offset_ns\":0,\"bound_ns\":1}]}}}", 0, NULL);
+	CU_ASSERT(mg_clock_parse(m, &c, err, sizeof(err)) < 0 && strstr(err, "time order"));
+	json_decref(m);
 }
 
 static void test_truth(void)
@@ -503,6 +543,7 @@ static void test_mpi(void)
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
+		{ "clock", test_clock, NULL },
 		{ "truth", test_truth, NULL },
 		{ "csv_inputs", test_csv_inputs, NULL },
 		{ "perfetto", test_perfetto, NULL },
