@@ -79,9 +79,18 @@ CLI      := $(B)/spmtap
 # Keep intermediate objects (test helpers share tests/lib objects).
 .SECONDARY:
 
+MPICC ?= mpicc
+MERGE_MPI := $(if $(shell command -v $(MPICC) 2>/dev/null),$(B)/spmtap-merge-mpi)
 .PHONY: all test check-asan check-tsan bench fuzz soak install clean
 TOOL_SO  := $(if $(wildcard /usr/include/hsa/hsa_api_trace.h),$(B)/libspmtap-tool.so)
-all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI) $(TOOL_SO)
+all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI) $(TOOL_SO) $(MERGE_MPI)
+
+# spmtap-merge-mpi (collector/merge/mpi_main.c): `spmtap merge` as an MPI job, for
+# many recordings (docs/cli/spmtap-merge.md).  Built where mpicc is; spmtap
+# itself never links MPI.
+$(B)/spmtap-merge-mpi: collector/merge/mpi_main.c $(ANA_A) $(LIB_A)
+	@mkdir -p $(B)/obj/collector/merge
+	$(MPICC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -MF $(B)/obj/collector/merge/mpi_main.d -o $@ $< $(ANA_A) $(LIB_A) $(LDFLAGS) $(LIBS) $(CAIRO_LIBS)
 
 # libspmtap-tool.so, loaded into the application by ROCr (HSA_TOOLS_LIB) under
 # `spmtap record -- app` (docs/architecture.md "Kernels").  Built where ROCr's
@@ -225,6 +234,8 @@ check-asan:
 check-tsan:
 	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp" $(MAKE) B=build-tsan OPT="-O1 -g" SAN="-fsanitize=thread" TSAN=1 test
 
+# bench_merge runs the synthetic-job helper (tests/lib/synjob.c).
+$(B)/bench/bench_merge: | $(B)/tests/helpers/mk_job
 bench: all $(BENCH_BIN)
 	B=$(B) sh tests/bench/run.sh
 

@@ -141,13 +141,35 @@ int rec_load(const char *path, struct recording **out, char *err, size_t errlen)
 {
 	*out = NULL;
 	struct rec_src src;
+	/* "MERGED.db#node=N": one node of a merged job recording (recording_sqlite.c) */
+	int32_t node = -1;
+	char *plain = NULL;
+	const char *hash = strrchr(path, '#');
+	if (hash && !strncmp(hash, "#node=", 6)) {
+		char *end;
+		long v = strtol(hash + 6, &end, 10);
+		if (*end || end == hash + 6 || v < 0 || v > INT32_MAX)
+			return spmtap_seterr(err, errlen, EINVAL, "%s: #node= takes a node number", path);
+		node = (int32_t)v;
+		plain = strndup(path, (size_t)(hash - path));
+		if (!plain)
+			return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+		path = plain;
+	}
 	int rc = rec_find(path, &src, err, errlen);
+	free(plain);
 	if (rc)
 		return rc;
 	struct recording *r = calloc(1, sizeof(*r));
 	if (!r) {
 		rec_src_free(&src);
 		return spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+	}
+	r->node = node;
+	if (node >= 0 && !src.sqlite) {
+		rec_src_free(&src);
+		free(r);
+		return spmtap_seterr(err, errlen, EINVAL, "#node=N names a node of a merged job recording (a .db)");
 	}
 	r->base = src.base;
 	src.base = NULL;

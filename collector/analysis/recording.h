@@ -103,13 +103,15 @@ struct recording {
 	struct sa_phases phases; /* NAME_phases.csv, empty without one */
 	struct rec_kernels kernels; /* the application's dispatches; n 0 without any */
 	struct rec_truth truth;
+	int32_t node;         /* a merged job recording: the node read ("PATH#node=N"), else -1 */
 	char **headers;       /* the header cells every table points into */
 	size_t nheaders;
 };
 
 /*
  * path: a recording directory with exactly one NAME_meta.json, "DIR/NAME",
- * or the meta file itself.  0, or -errno with a sentence (which file, which
+ * or the meta file itself; "MERGED.db#node=N": node N of a merged job
+ * recording (spmtap merge), which is refused without it.  0, or -errno with a sentence (which file, which
  * line, what is wrong; a directory with several recordings lists them).
  */
 int rec_load(const char *path, struct recording **out, char *err, size_t errlen);

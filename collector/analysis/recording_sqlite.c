@@ -339,9 +339,17 @@ static int load_stream(struct recording *r, struct sq *q, const struct sq_stream
 static int load_streams(struct recording *r, struct sq *q)
 {
 	int64_t ns = 0, nm = 0;
-	int rc = sq_int(q, "SELECT count(*) FROM stream", &ns, "counting the streams");
+	/* a merged job recording: only the node asked for (rec_load's "#node=N") */
+	char sw[64] = "", mw[128] = "", sql[256];
+	if (r->node >= 0) {
+		snprintf(sw, sizeof(sw), " WHERE node = %d", r->node);
+		snprintf(mw, sizeof(mw), " WHERE stream_id IN (SELECT id FROM stream WHERE node = %d)", r->node);
+	}
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM stream%s", sw);
+	int rc = sq_int(q, sql, &ns, "counting the streams");
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM metric%s", mw);
 	if (!rc)
-		rc = sq_int(q, "SELECT count(*) FROM metric", &nm, "counting the metrics");
+		rc = sq_int(q, sql, &nm, "counting the metrics");
 	if (rc)
 		return rc;
 	struct sq_stream *s = calloc((size_t)ns + 1, sizeof(*s));
@@ -352,8 +360,9 @@ static int load_streams(struct recording *r, struct sq *q)
 	if (!s || !m || !cols)
 		rc = -ENOMEM;
 	if (!rc)
-		rc = sq_prepare(q, "SELECT id, source, gpu, xcc, tick_domain FROM stream ORDER BY id", &st,
-				"reading the streams");
+		snprintf(sql, sizeof(sql), "SELECT id, source, gpu, xcc, tick_domain FROM stream%s ORDER BY id", sw);
+	if (!rc)
+		rc = sq_prepare(q, sql, &st, "reading the streams");
 	int c = SQLITE_DONE;
 	while (!rc && (c = sqlite3_step(st)) == SQLITE_ROW && n < (size_t)ns) {
 		const char *src = (const char *)sqlite3_column_text(st, 1);
@@ -374,8 +383,9 @@ static int load_streams(struct recording *r, struct sq *q)
 	sqlite3_finalize(st);
 	st = NULL;
 	if (!rc)
-		rc = sq_prepare(q, "SELECT id, stream_id, name, unit FROM metric ORDER BY stream_id, col", &st,
-				"reading the metrics");
+		snprintf(sql, sizeof(sql), "SELECT id, stream_id, name, unit FROM metric%s ORDER BY stream_id, col", mw);
+	if (!rc)
+		rc = sq_prepare(q, sql, &st, "reading the metrics");
 	while (!rc && (c = sqlite3_step(st)) == SQLITE_ROW && k < (size_t)nm) {
 		m[k].id = sqlite3_column_int64(st, 0);
 		m[k].stream = sqlite3_column_int64(st, 1);
@@ -405,7 +415,12 @@ static int load_streams(struct recording *r, struct sq *q)
 static int load_phases(struct recording *r, struct sq *q)
 {
 	sqlite3_stmt *st;
-	int rc = sq_prepare(q, "SELECT start_ns, end_ns, name FROM slice ORDER BY id", &st, "reading the phases");
+	char sql[128];
+	if (r->node >= 0)
+		snprintf(sql, sizeof(sql), "SELECT start_ns, end_ns, name FROM slice WHERE node = %d ORDER BY id", r->node);
+	else
+		snprintf(sql, sizeof(sql), "SELECT start_ns, end_ns, name FROM slice ORDER BY id");
+	int rc = sq_prepare(q, sql, &st, "reading the phases");
 	if (rc)
 		return rc;
 	char *buf = NULL;
@@ -438,6 +453,34 @@ static int load_phases(struct recording *r, struct sq *q)
 	return rc;
 }
 
+/*
+ * A merged job recording (spmtap merge: a node table) is read one node at a
+ * time (r->node, from rec_load's "PATH#node=N"); its job summary is
+ * report_job.c's.
+ */
+static int merged_node(struct recording *r, struct sq *q)
+{
+	int64_t has = 0;
+	int rc = sq_int(q, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'node'", &has,
+			"reading its schema");
+	if (rc)
+		return rc;
+	if (has && r->node < 0)
+		return spmtap_seterr(q->err, q->errlen, EINVAL,
+				     "%s is a merged job recording (spmtap merge): `spmtap report` on it shows the job, "
+				     "per phase and node; name one node with --node N (or %s#node=N)",
+				     q->path, q->path);
+	if (!has && r->node >= 0)
+		return spmtap_seterr(q->err, q->errlen, EINVAL, "%s is no merged job recording: --node needs one",
+				     q->path);
+	int64_t n = 0;
+	char sql[96];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM node WHERE node = %d", r->node);
+	if (has && !(rc = sq_int(q, sql, &n, "reading its nodes")) && !n)
+		return spmtap_seterr(q->err, q->errlen, ENOENT, "%s has no node %d", q->path, r->node);
+	return rc;
+}
+
 int rec_load_sqlite(struct recording *r, const struct rec_src *src, char *err, size_t errlen)
 {
 	struct sq q = { .path = src->db.path, .err = err, .errlen = errlen };
@@ -453,6 +496,8 @@ int rec_load_sqlite(struct recording *r, const struct rec_src *src, char *err, s
 		rc = spmtap_seterr(err, errlen, EINVAL, "%s is a SQLite file but not an spmtap recording "
 					"(application_id %#" PRIx64 ", not \"SPMT\")",
 				   q.path, (uint64_t)app);
+	if (!rc)
+		rc = merged_node(r, &q);
 	if (!rc)
 		rc = load_meta(r, &q);
 	if (!rc)

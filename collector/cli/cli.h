@@ -46,6 +46,18 @@ extern const char cmd_characterize_usage[];
 extern const char cmd_report_usage[];
 extern const char cmd_plot_usage[];
 extern const char cmd_export_usage[];
+/*
+ * A merged job recording (report-job.c): cli_job_report prints the job
+ * summary when argv names a merged .db without --node (else -1: carry on);
+ * cli_job_node rewrites "--node N" and the .db into "DB#node=N" for
+ * rec_load (new *argv and *keep to free; -1 when there is no --node; an
+ * exit status on error).
+ */
+int cli_job_report(int argc, char **argv);
+int cli_job_node(const char *cmd, int *argc, char ***argv, char **keep);
+/* spmtap merge (cmd-merge.c, collector/analysis/merge.h). */
+int cmd_merge(int argc, char **argv);
+extern const char cmd_merge_usage[];
 
 /*
  * --emulate: re-run this very command under the emulator and return its exit

@@ -100,6 +100,11 @@ const char cmd_report_usage[] =
 	"  --cray-accel-map accel0=gpu1,...  which GPU each Cray PM accelN measures,\n"
 	"                    instead of the recording's (record --cray-accel-map): the\n"
 	"                    PM against on-chip cross-check (docs/power.md)\n"
+	"  --node N          a merged job recording (spmtap merge's .db): this report\n"
+	"                    for node N, on the job's timeline.  Without --node a\n"
+	"                    merged .db gets the job report: per phase, each node's\n"
+	"                    energy, mean power and counter totals, and their sums\n"
+	"                    over the job (docs/cli/spmtap-merge.md)\n"
 	"\n"
 	"What RECORDING's files hold against its metadata is noted on standard\n"
 	"error first (docs/analysis.md).  A coverage section (lost stretches,\n"
@@ -612,5 +617,18 @@ int cmd_characterize(int argc, char **argv)
 
 int cmd_report(int argc, char **argv)
 {
-	return analyze(argc, argv, cmd_report_usage, true);
+	/* a merged job recording (spmtap merge): the job, or one node (--node N) */
+	int jrc = cli_job_report(argc, argv);
+	if (jrc >= 0)
+		return jrc;
+	char *keep = NULL;
+	char **nv = argv;
+	jrc = cli_job_node("report", &argc, &nv, &keep);
+	if (jrc > 0)
+		return jrc;
+	int rc = analyze(argc, nv, cmd_report_usage, true);
+	if (nv != argv)
+		free(nv);
+	free(keep);
+	return rc;
 }

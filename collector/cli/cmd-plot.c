@@ -47,6 +47,8 @@ const char cmd_plot_usage[] =
 	"  --range FROM:TO     draw only this time range, from the recording's start\n"
 	"                      (ms, or with a unit: 150ms:210ms, 0.15s:0.21s)\n"
 	"  --no-kernels        no dispatch tracks\n"
+	"  --node N            a merged job recording (spmtap merge's .db): draw node N\n"
+	"                      on the job's timeline (it needs one)\n"
 	ANA_ACCEPT_USAGE
 	"\n"
 	"RECORDING is a CSV or SQLite recording (record -f csv or -f sqlite): DIR,\n"
@@ -107,7 +109,24 @@ int cli_rec_analysis(const struct recording *r, struct sa_trace **tr, struct sa_
 	return rc;
 }
 
+static int plot_main(int argc, char **argv);
+
+/* A merged job recording's node (--node N, report-job.c), else the recording as given. */
 int cmd_plot(int argc, char **argv)
+{
+	char *keep = NULL;
+	char **nv = argv;
+	int jrc = cli_job_node("plot", &argc, &nv, &keep);
+	if (jrc > 0)
+		return jrc;
+	int rc = plot_main(argc, nv);
+	if (nv != argv)
+		free(nv);
+	free(keep);
+	return rc;
+}
+
+static int plot_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },

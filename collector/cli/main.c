@@ -37,6 +37,7 @@ static const struct cli_cmd commands[] = {
 	  cmd_report_usage },
 	{ "plot", cmd_plot, "Draw a recording's counters and power on one time axis (SVG, PNG, PDF)",
 	  cmd_plot_usage },
+	{ "merge", cmd_merge, "Put a job's node recordings on one timeline (SQLite, Perfetto)", cmd_merge_usage },
 	{ "export", cmd_export, "Write a recording's sensor series as a spmtap-sensor-trace v1 CSV",
 	  cmd_export_usage },
 	{ "emulate", cmd_emulate, "Run any program on the emulated node (rocminfo, rocm-smi, your HSA app)", cmd_emulate_usage },

@@ -34,6 +34,8 @@ struct series_stream {
 	const char *tick_domain; /* what `ticks` count: "gpu_ref_100MHz", "smu_10ns", ... */
 	uint32_t ncols;
 	const struct series_column *cols;
+	/* The node it was recorded on, in a merged job recording (writer.h node()); 0 otherwise. */
+	uint32_t node;
 };
 
 struct series_chunk {
@@ -74,6 +76,21 @@ struct series_slice {
 				   * track = its queue id); NULL: "phase" */
 	uint32_t depth;           /* nesting depth within its track, 0 = outermost */
 	uint32_t pid;             /* markers: the process id; else 0 */
+	uint32_t node;            /* merged job recordings: its node (writer.h node()); else 0 */
+};
+
+/*
+ * A node of a merged job recording (`spmtap merge`, docs/cli/spmtap-merge.md):
+ * declared with the writer's node() before the node's streams and slices,
+ * which carry its key in their `node` field.
+ */
+struct series_node {
+	uint32_t node;             /* the key: the job rank, or the order on the command line */
+	int32_t rank;              /* the job rank; -1: the recording has no job object */
+	const char *hostname;
+	const char *recording;     /* the recording merged, as given */
+	const char *clock_method;  /* "mpi-min-rtt-pingpong", or "none (unaligned)" */
+	int64_t max_bound_ns;      /* the largest bound of its clock offsets; -1: unknown */
 };
 
 #endif

@@ -76,6 +76,7 @@ struct pf_stream {
 
 /* A parent track: a GPU (xcc == -1) or one XCC of a GPU. */
 struct pf_group {
+	uint32_t node;
 	uint32_t gpu;
 	int32_t xcc;
 	uint64_t uuid;
@@ -83,6 +84,7 @@ struct pf_group {
 
 /* One Perfetto track per source of phases: a marker thread (pid, tid), the phases file, the emulator. */
 struct pf_slice_track {
+	uint32_t node;
 	uint32_t track, pid;
 	char category[16];
 	uint64_t uuid;
@@ -108,6 +110,9 @@ struct writer {
 	size_t ngroups, cap_groups;
 	struct pf_slice_track *slice_tracks;
 	size_t nslice_tracks, cap_slice_tracks;
+	/* merged job recordings (pf_node): node key -> its process track */
+	struct pf_node { uint32_t node; uint64_t uuid; } *nodes;
+	size_t nnodes, cap_nodes;
 
 	uint8_t buf[PF_BUF_BYTES];
 };
@@ -385,6 +390,7 @@ static void free_writer(struct writer *w)
 	free(w->streams);
 	free(w->groups);
 	free(w->slice_tracks);
+	free(w->nodes);
 	free(w->path);
 	free(w);
 }
@@ -472,15 +478,24 @@ static struct pf_stream *find_stream(struct writer *w, uint32_t id)
 	return NULL;
 }
 
+/* The process track of a merged recording's node (pf_node), or 0: the root. */
+static uint64_t node_uuid(const struct writer *w, uint32_t node)
+{
+	for (size_t i = 0; i < w->nnodes; i++)
+		if (w->nodes[i].node == node)
+			return w->nodes[i].uuid;
+	return 0;
+}
+
 /* The parent track of a GPU (xcc -1) or of one of its XCCs, declared on first use. */
 static int group(struct writer *w, const struct series_stream *s, int32_t xcc, uint64_t *uuid)
 {
 	for (size_t i = 0; i < w->ngroups; i++)
-		if (w->groups[i].gpu == s->gpu && w->groups[i].xcc == xcc) {
+		if (w->groups[i].node == s->node && w->groups[i].gpu == s->gpu && w->groups[i].xcc == xcc) {
 			*uuid = w->groups[i].uuid;
 			return 0;
 		}
-	uint64_t parent = 0;
+	uint64_t parent = node_uuid(w, s->node);
 	if (xcc >= 0) {
 		int rc = group(w, s, -1, &parent);
 		if (rc)
@@ -502,7 +517,7 @@ static int group(struct writer *w, const struct series_stream *s, int32_t xcc, u
 	int rc = emit_track(w, &t);
 	if (rc)
 		return rc;
-	w->groups[w->ngroups++] = (struct pf_group){ .gpu = s->gpu, .xcc = xcc, .uuid = w->next_uuid++ };
+	w->groups[w->ngroups++] = (struct pf_group){ .node = s->node, .gpu = s->gpu, .xcc = xcc, .uuid = w->next_uuid++ };
 	*uuid = w->groups[w->ngroups - 1].uuid;
 	return 0;
 }
@@ -754,7 +769,8 @@ static int slice_track(struct writer *w, const struct series_slice *s, uint64_t 
 	const char *cat = s->category ? s->category : "phase";
 	for (size_t i = 0; i < w->nslice_tracks; i++) {
 		const struct pf_slice_track *t = &w->slice_tracks[i];
-		if (t->track == s->track && t->pid == s->pid && !strncmp(t->category, cat, sizeof(t->category) - 1)) {
+		if (t->node == s->node && t->track == s->track && t->pid == s->pid &&
+		    !strncmp(t->category, cat, sizeof(t->category) - 1)) {
 			*uuid = t->uuid;
 			return 0;
 		}
@@ -763,13 +779,16 @@ static int slice_track(struct writer *w, const struct series_slice *s, uint64_t 
 		 sizeof(*w->slice_tracks)))
 		return -ENOMEM;
 	char name[96];
-	uint64_t parent = 0;
+	uint64_t parent = node_uuid(w, s->node);
 	if (!strcmp(cat, "kernel")) {
 		/* A queue of the app's kernel dispatches: under the first GPU, when its track is declared. */
 		snprintf(name, sizeof(name), "kernels: queue %u (pid %u)", s->track, s->pid);
-		for (size_t i = 0; i < w->ngroups && !parent; i++)
-			if (w->groups[i].xcc < 0)
-				parent = w->groups[i].uuid;
+		uint64_t gpu = 0;
+		for (size_t i = 0; i < w->ngroups && !gpu; i++)
+			if (w->groups[i].xcc < 0 && w->groups[i].node == s->node)
+				gpu = w->groups[i].uuid;
+		if (gpu)
+			parent = gpu;
 	} else if (!strcmp(cat, "marker"))
 		snprintf(name, sizeof(name), "markers: pid %u thread %u", s->pid, s->track);
 	else if (!strcmp(cat, "emulator"))
@@ -784,7 +803,7 @@ static int slice_track(struct writer *w, const struct series_slice *s, uint64_t 
 	if (rc)
 		return rc;
 	struct pf_slice_track *n = &w->slice_tracks[w->nslice_tracks++];
-	*n = (struct pf_slice_track){ .track = s->track, .pid = s->pid, .uuid = w->next_uuid++ };
+	*n = (struct pf_slice_track){ .node = s->node, .track = s->track, .pid = s->pid, .uuid = w->next_uuid++ };
 	snprintf(n->category, sizeof(n->category), "%s", cat);
 	*uuid = n->uuid;
 	return 0;
@@ -818,6 +837,57 @@ static int pf_slice(struct writer *w, const struct series_slice *s, char *err, s
 		p.timestamp = (uint64_t)s->end_ns;
 		rc = emit(w, &p);
 	}
+	return rc ? failed(w, rc, err, errlen) : 0;
+}
+
+/*
+ * A node of a merged job recording: a process track ("node2 (rank 2)",
+ * pid = key + 1, as Perfetto wants a pid above 0) that its GPUs, sensors
+ * and phases go under, and an instant on the "spmtap" track with its clock.
+ */
+static int pf_node(struct writer *w, const struct series_node *n, char *err, size_t errlen)
+{
+	if (w->err)
+		return report(w, err, errlen);
+	if (!n)
+		return invalid(w, err, errlen, "no node");
+	if (node_uuid(w, n->node)) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: node %u declared twice", w->path, n->node);
+		return -EEXIST;
+	}
+	if (grow((void **)&w->nodes, &w->cap_nodes, w->nnodes, sizeof(*w->nodes)))
+		return failed(w, -ENOMEM, err, errlen);
+	char name[160];
+	const char *host = n->hostname && *n->hostname ? n->hostname : "node";
+	if (n->rank >= 0)
+		snprintf(name, sizeof(name), "%s (rank %d)", host, n->rank);
+	else
+		snprintf(name, sizeof(name), "%s (node %u, no job)", host, n->node);
+	Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
+	pd.has_pid = 1;
+	pd.pid = (int32_t)n->node + 1;
+	pd.process_name = name;
+	pf_track t;
+	track_init(&t, w->next_uuid, 0, name);
+	t.process = &pd;
+	int rc = emit_track(w, &t);
+	if (rc)
+		return failed(w, rc, err, errlen);
+	w->nodes[w->nnodes++] = (struct pf_node){ .node = n->node, .uuid = w->next_uuid++ };
+
+	char title[64];
+	snprintf(title, sizeof(title), "node %u", n->node);
+	pf_arg a[6], *ap[6];
+	size_t k = 0;
+	arg_str(&a[k++], "hostname", n->hostname);
+	arg_int(&a[k++], "rank", n->rank);
+	arg_str(&a[k++], "recording", n->recording);
+	arg_str(&a[k++], "clock_method", n->clock_method);
+	arg_int(&a[k++], "max_bound_ns", n->max_bound_ns);
+	for (size_t i = 0; i < k; i++)
+		ap[i] = &a[i];
+	rc = emit_instant(w, title, ap, k);
 	return rc ? failed(w, rc, err, errlen) : 0;
 }
 
@@ -863,4 +933,5 @@ const struct writer_ops writer_perfetto = {
 	.end = pf_end,
 	.note = pf_note,
 	.flush = pf_flush,
+	.node = pf_node,
 };

@@ -71,6 +71,7 @@ struct sqlw_stream {
 	enum series_type *types;
 	int64_t metric0; /* metric.id of column 0; column c is metric0 + c */
 	int64_t next_idx; /* sample index within the stream */
+	bool merged;      /* the file has a node column (its views carry it) */
 	/* INSERT INTO samples_<id> SELECT * FROM the chunk being written (struct chunk_src) */
 	sqlite3_stmt *ins;
 	struct chunk_src *src;
@@ -242,6 +243,8 @@ struct writer {
 	int64_t next_metric;
 	bool in_tx;
 	bool views_stale; /* a stream was declared since the views were last made */
+	bool merged;      /* a node was declared (sqlw_node): node table and columns */
+	sqlite3_stmt *ins_node;
 	uint64_t tx_rows;
 	int64_t tx_start_ns; /* CLOCK_MONOTONIC */
 	int error;           /* sticky -errno, 0 while healthy */
@@ -519,6 +522,7 @@ static void free_writer(struct writer *w)
 	sqlite3_finalize(w->ins_stream);
 	sqlite3_finalize(w->ins_metric);
 	sqlite3_finalize(w->ins_slice);
+	sqlite3_finalize(w->ins_node);
 	if (w->db)
 		sqlite3_close_v2(w->db);
 	for (size_t i = 0; i < w->nstreams; i++)
@@ -648,9 +652,9 @@ static void arm_sample_v(struct sqlbuf *b, const struct sqlw_stream *ss, uint32_
 	sb_add(b, "  SELECT x.host_ns AS host_ns, x.ticks AS ticks, x.v%u AS value, x.idx AS idx,\n"
 		  "    m.metric_id AS metric_id, m.name AS name, m.unit AS unit, m.type AS type,\n"
 		  "    m.stream_id AS stream_id, m.source AS source, m.gpu AS gpu, m.gpu_id AS gpu_id, m.xcc AS xcc,\n"
-		  "    m.device_name AS device_name, m.track AS track\n"
+		  "    m.device_name AS device_name, m.track AS track%s\n"
 		  "  FROM metric_v m CROSS JOIN samples_%u x WHERE m.metric_id = %" PRId64 "\n",
-	       c, ss->id, ss->metric0 + c);
+	       c, ss->merged ? ", m.node AS node" : "", ss->id, ss->metric0 + c);
 }
 
 /*
@@ -669,9 +673,12 @@ static int make_views(struct writer *w, char *err, size_t errlen)
 	sb_view(&b, w, "sample",
 		"SELECT 0 AS metric_id, 0 AS host_ns, 0 AS idx, NULL AS ticks, NULL AS value WHERE 0", arm_sample);
 	sb_view(&b, w, "sample_v",
-		"SELECT 0 AS host_ns, NULL AS ticks, NULL AS value, 0 AS idx, 0 AS metric_id, NULL AS name, "
-		"NULL AS unit, NULL AS type, 0 AS stream_id, NULL AS source, 0 AS gpu, 0 AS gpu_id, 0 AS xcc, "
-		"NULL AS device_name, NULL AS track WHERE 0",
+		w->merged ? "SELECT 0 AS host_ns, NULL AS ticks, NULL AS value, 0 AS idx, 0 AS metric_id, NULL AS name, "
+			    "NULL AS unit, NULL AS type, 0 AS stream_id, NULL AS source, 0 AS gpu, 0 AS gpu_id, 0 AS xcc, "
+			    "NULL AS device_name, NULL AS track, 0 AS node WHERE 0"
+			  : "SELECT 0 AS host_ns, NULL AS ticks, NULL AS value, 0 AS idx, 0 AS metric_id, NULL AS name, "
+			    "NULL AS unit, NULL AS type, 0 AS stream_id, NULL AS source, 0 AS gpu, 0 AS gpu_id, 0 AS xcc, "
+			    "NULL AS device_name, NULL AS track WHERE 0",
 		arm_sample_v);
 	int rc = b.oom ? fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path)
 		       : exec(w, b.s, "creating the views", err, errlen);
@@ -910,8 +917,11 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 	snprintf(table, sizeof(table), "samples_%u", s->id);
 	if (b == SQLITE_OK)
 		b = sqlite3_bind_text(st, 9, table, -1, SQLITE_TRANSIENT);
+	if (b == SQLITE_OK && w->merged)
+		b = sqlite3_bind_int64(st, 10, s->node);
 	if (b != SQLITE_OK)
 		return fail_sq(w, b, "binding a stream", err, errlen);
+	ss->merged = w->merged;
 	rc = step_reset(w, st, "writing a stream", err, errlen);
 	for (uint32_t c = 0; !rc && c < s->ncols; c++) {
 		const struct series_column *col = &s->cols[c];
@@ -929,12 +939,15 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 			b = bind_text(st, 6, col->type == SERIES_U64 ? "u64" : "f64");
 		if (b == SQLITE_OK) {
 			/* "gpu0.xcc1.SQ_WAVES", "gpu0.power_avg": the name other writers give the series */
-			char track[256];
+			char track[256], nd[24] = "";
+			/* a merged job recording: "node3.gpu0.power_avg", one track per node */
+			if (w->merged)
+				snprintf(nd, sizeof(nd), "node%u.", s->node);
 			if (s->xcc >= 0)
-				snprintf(track, sizeof(track), "gpu%u.xcc%d.%s", s->gpu, s->xcc,
+				snprintf(track, sizeof(track), "%sgpu%u.xcc%d.%s", nd, s->gpu, s->xcc,
 					 col->name ? col->name : "");
 			else
-				snprintf(track, sizeof(track), "gpu%u.%s", s->gpu, col->name ? col->name : "");
+				snprintf(track, sizeof(track), "%sgpu%u.%s", nd, s->gpu, col->name ? col->name : "");
 			b = sqlite3_bind_text(st, 7, track, -1, SQLITE_TRANSIENT);
 		}
 		if (b != SQLITE_OK)
@@ -1020,12 +1033,97 @@ static int sqlw_slice(struct writer *w, const struct series_slice *s, char *err,
 		b = sqlite3_bind_int64(st, 6, s->depth);
 	if (b == SQLITE_OK)
 		b = sqlite3_bind_int64(st, 7, s->pid);
+	if (b == SQLITE_OK && w->merged)
+		b = sqlite3_bind_int64(st, 8, s->node);
 	if (b != SQLITE_OK)
 		return fail_sq(w, b, "binding a slice", err, errlen);
 	rc = step_reset(w, st, "writing a slice", err, errlen);
 	if (!rc)
 		w->tx_rows++;
 	return rc;
+}
+
+/*
+ * A merged job recording (docs/formats/sqlite.md "Merged job recordings"):
+ * the first node turns the file into one, before any stream is declared:
+ * the node table, a node column in stream and slice, views that carry it,
+ * and track names that start with the node ("node3.gpu0.power_avg").
+ */
+static const char merged_sql[] =
+	"CREATE TABLE node(\n"
+	"  node INTEGER PRIMARY KEY,\n"
+	"  hostname TEXT,\n"
+	"  rank INTEGER,\n"
+	"  recording TEXT,\n"
+	"  clock_method TEXT,\n"
+	"  max_bound_ns INTEGER\n"
+	");\n"
+	"ALTER TABLE stream ADD COLUMN node INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE slice ADD COLUMN node INTEGER NOT NULL DEFAULT 0;\n"
+	"CREATE INDEX slice_by_node ON slice(node, start_ns);\n"
+	"DROP VIEW metric_v;\n"
+	"CREATE VIEW metric_v AS\n"
+	"  SELECT m.id AS metric_id, m.name AS name, m.unit AS unit, m.type AS type,\n"
+	"         m.col AS col, s.id AS stream_id, s.source AS source, s.gpu AS gpu,\n"
+	"         s.gpu_id AS gpu_id, s.xcc AS xcc, s.device_name AS device_name,\n"
+	"         s.tick_domain AS tick_domain, m.track AS track, s.node AS node\n"
+	"  FROM metric m JOIN stream s ON s.id = m.stream_id;\n"
+	"DROP VIEW slice_v;\n"
+	"CREATE VIEW slice_v AS\n"
+	"  SELECT id, name, category, pid, track, depth, start_ns, end_ns, end_ns - start_ns AS dur_ns,\n"
+	"         (end_ns - start_ns) / 1e6 AS dur_ms, node\n"
+	"  FROM slice;\n";
+
+static int sqlw_node(struct writer *w, const struct series_node *n, char *err, size_t errlen)
+{
+	if (w->error)
+		return spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
+	if (!n)
+		return spmtap_seterr(err, errlen, EINVAL, "%s: no node", w->path);
+	int rc = 0;
+	if (!w->merged) {
+		if (w->nstreams)
+			return spmtap_seterr(err, errlen, EINVAL, "%s: a node declared after streams", w->path);
+		rc = exec(w, merged_sql, "making a merged file", err, errlen);
+		sqlite3_finalize(w->ins_stream);
+		sqlite3_finalize(w->ins_slice);
+		w->ins_stream = w->ins_slice = NULL;
+		if (!rc)
+			rc = prepare(w,
+				     "INSERT INTO stream(id, source, gpu, gpu_id, xcc, device_name, "
+				     "tick_domain, ncols, sample_table, node) "
+				     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+				     &w->ins_stream, err, errlen);
+		if (!rc)
+			rc = prepare(w,
+				     "INSERT INTO slice(start_ns, end_ns, name, track, category, depth, pid, node) "
+				     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+				     &w->ins_slice, err, errlen);
+		if (!rc)
+			rc = prepare(w,
+				     "INSERT INTO node(node, hostname, rank, recording, clock_method, max_bound_ns) "
+				     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+				     &w->ins_node, err, errlen);
+		if (rc)
+			return rc;
+		w->merged = true;
+		w->views_stale = true;
+	}
+	sqlite3_stmt *st = w->ins_node;
+	int b = sqlite3_bind_int64(st, 1, n->node);
+	if (b == SQLITE_OK)
+		b = bind_text(st, 2, n->hostname);
+	if (b == SQLITE_OK)
+		b = n->rank >= 0 ? sqlite3_bind_int64(st, 3, n->rank) : sqlite3_bind_null(st, 3);
+	if (b == SQLITE_OK)
+		b = bind_text(st, 4, n->recording);
+	if (b == SQLITE_OK)
+		b = bind_text(st, 5, n->clock_method);
+	if (b == SQLITE_OK)
+		b = n->max_bound_ns >= 0 ? sqlite3_bind_int64(st, 6, n->max_bound_ns) : sqlite3_bind_null(st, 6);
+	if (b != SQLITE_OK)
+		return fail_sq(w, b, "binding a node", err, errlen);
+	return step_reset(w, st, "writing a node", err, errlen);
 }
 
 /* Metadata known at the end: one more row of meta, in the open transaction. */
@@ -1100,7 +1198,8 @@ static int sqlw_end(struct writer *w, char *err, size_t errlen)
 	sqlite3_finalize(w->ins_stream);
 	sqlite3_finalize(w->ins_metric);
 	sqlite3_finalize(w->ins_slice);
-	w->ins_stream = w->ins_metric = w->ins_slice = NULL;
+	sqlite3_finalize(w->ins_node);
+	w->ins_stream = w->ins_metric = w->ins_slice = w->ins_node = NULL;
 	int crc = sqlite3_close(w->db);
 	if (crc == SQLITE_OK)
 		w->db = NULL;
@@ -1122,4 +1221,5 @@ const struct writer_ops writer_sqlite = {
 	.note = sqlw_note,
 	.flush = sqlw_flush,
 	.meta = sqlw_meta,
+	.node = sqlw_node,
 };

@@ -67,6 +67,14 @@ struct writer_ops {
 	 * meta key "recording_meta".
 	 */
 	int (*meta)(struct writer *w, const char *json, char *err, size_t errlen);
+	/*
+	 * Optional: a node of a merged job recording (series.h series_node),
+	 * before its streams and slices, which name it in their `node` field.
+	 * A writer that has it shows each node apart (SQLite: the node table
+	 * and column; Perfetto: a process per node).  `spmtap merge` writes
+	 * only to writers that have it.
+	 */
+	int (*node)(struct writer *w, const struct series_node *n, char *err, size_t errlen);
 };
 
 extern const struct writer_ops writer_csv;
