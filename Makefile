@@ -80,8 +80,18 @@ CLI      := $(B)/spmtap
 .SECONDARY:
 
 .PHONY: all test check-asan check-tsan bench fuzz soak install clean
+# spmtap-job (collector/job/): `spmtap record --job` as one MPI rank per node; the only program that
+# links MPI (spmtap execs it; docs/howto-job.md says why it is a binary and not a dlopen'd MPI).
+# Built where mpicc is installed; elsewhere `spmtap record --job` says it is missing.
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+JOB_SRC  := $(wildcard collector/job/*.c)
+JOB_OBJ  := $(JOB_SRC:%.c=$(B)/obj/%.o)
+JOB_BIN  := $(if $(MPI_LIBS),$(B)/spmtap-job)
+$(JOB_OBJ): CPPFLAGS += $(MPI_CFLAGS)
+$(JOB_OBJ): | $(PROTO_GEN)
 TOOL_SO  := $(if $(wildcard /usr/include/hsa/hsa_api_trace.h),$(B)/libspmtap-tool.so)
-all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI) $(TOOL_SO)
+all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI) $(TOOL_SO) $(JOB_BIN)
 
 # libspmtap-tool.so, loaded into the application by ROCr (HSA_TOOLS_LIB) under
 # `spmtap record -- app` (docs/architecture.md "Kernels").  Built where ROCr's
@@ -175,6 +185,9 @@ $(LAUNCHER): $(LAUNCH_OBJ) $(EMU_A)
 $(DEVICE) $(B)/obj/emu/device/main.o: override SAN :=
 $(DEVICE): $(B)/obj/emu/device/main.o
 	$(CC) $(LDFLAGS) -o $@ $< -ldl
+
+$(B)/spmtap-job: $(JOB_OBJ) $(filter-out $(B)/obj/collector/cli/main.o,$(CLI_OBJ)) $(ANA_A) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(CAIRO_LIBS) $(MPI_LIBS)
 
 # No emulator code: --emulate and `spmtap emulate` exec $(LAUNCHER) (test_emu_launch checks with nm).
 $(CLI): $(CLI_OBJ) $(ANA_A) $(LIB_A)
