@@ -570,7 +570,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname, bo
 		.spm_clock_hz = o->spm_clock_hz, .smi_metrics = smi,
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
 		.dir = outdir ? outdir : ".", .name = name, .formats = fmts, .nformats = nfmt,
-		.command_line = cmdline, .markers = o->app != NULL,
+		.command_line = cmdline, .markers = o->app != NULL || o->job_dir != NULL,
 		.kernels = tool != NULL, .kernels_csv = tool ? kcsv : NULL,
 		.raw_path = o->raw ? o->out : NULL,
 		.ticks_csv = formats || o->raw ? NULL : o->out ? o->out : "-",

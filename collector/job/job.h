@@ -53,6 +53,7 @@ struct job {
 	MPI_Request cmd_req;
 	int64_t cmd[2];
 	bool cmd_posted;
+	char mk_path[512];         /* the published marker channel (marker_job.h), removed at the end */
 	struct job_offset off[JOB_MAX_SYNCS];
 	size_t noff;
 	struct rec_job hooks;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "collector/job/job.h"
+#include "collector/lib/marker_job.h"
 
 static void sleep_us(long us)
 {
@@ -107,6 +108,14 @@ static bool started(void *user, struct session *S, const struct rec_opts *o, boo
 		job_sync_worker(j);
 	}
 	set_meta(j, S);
+	/* The app step's markers find this node's channel through SPMTAP_JOB (marker_job.h). */
+	int mfd = session_markers_fd(S);
+	int prc = mfd >= 0 ? mk_job_publish(j->job_id, mfd, j->mk_path, sizeof(j->mk_path)) : -ENOENT;
+	if (prc < 0) {
+		fprintf(stderr, "spmtap-job: rank %d: the app's markers cannot join this node's recording: %s\n",
+			j->rank, strerror(-prc));
+		j->mk_path[0] = 0;
+	}
 	/* Host names for DIR/job.json (rank 0): which rank records which node. */
 	char *all_hosts = j->rank == 0 ? calloc((size_t)j->size, sizeof(j->host)) : NULL;
 	MPI_Gather(j->host, sizeof(j->host), MPI_CHAR, all_hosts, sizeof(j->host), MPI_CHAR, 0, j->comm);
@@ -233,6 +242,8 @@ static int64_t poll(void *user, struct session *S)
 static void ending(void *user, struct session *S, bool aborted)
 {
 	struct job *j = user;
+	if (j->mk_path[0]) /* no app process joins from now on */
+		unlink(j->mk_path);
 	if (aborted) {
 		/* the launcher is killing the job: no collective, the metadata says what is known */
 		j->aborted = true;
