@@ -32,6 +32,15 @@ struct job_offset {
 	int64_t local_ns, offset_ns, bound_ns, rtt_ns;
 };
 
+/*
+ * This node's CLOCK_REALTIME beside its CLOCK_BOOTTIME at each sync, for a
+ * reader that has no MPI offsets to go on (NTP/PTP grade, never used for
+ * the offsets): realtime was read between two BOOTTIME reads window_ns apart.
+ */
+struct job_anchor {
+	int64_t boottime_ns, realtime_ns, window_ns;
+};
+
 struct job {
 	MPI_Comm comm;
 	int rank, size;
@@ -56,10 +65,15 @@ struct job {
 	char mk_path[512];         /* the published marker channel (marker_job.h), removed at the end */
 	struct job_offset off[JOB_MAX_SYNCS];
 	size_t noff;
+	struct job_anchor anc[JOB_MAX_SYNCS];
+	size_t nanc;
+	int64_t realtime_skew;     /* the emulator's SPMTAP_EMU_REALTIME_SKEW_NS, under --emulate only */
 	struct rec_job hooks;
 };
 
 int64_t job_now(void);
+/* A (BOOTTIME, REALTIME) anchor into j->anc (job_sync.c). */
+void job_anchor(struct job *j);
 /* One sync round: rank 0 with every worker in turn (job_sync.c). Rank 0 calls it; a worker answers job_sync_worker. */
 void job_sync_root(struct job *j, enum job_cmd cmd);
 /* A worker, after receiving SYNC/FINAL: 20 pongs, then its offset. */

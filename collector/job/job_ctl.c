@@ -41,9 +41,13 @@ char *job_meta_json(const struct job *j)
 			"bound_ns", (json_int_t)j->off[i].bound_ns, "rtt_ns", (json_int_t)j->off[i].rtt_ns));
 	json_t *clk = json_pack("{s:s, s:i, s:s, s:i, s:o}", "clock", "CLOCK_BOOTTIME", "reference_rank", 0,
 				"method", "mpi-min-rtt-pingpong", "rounds", JOB_ROUNDS, "offsets", offs);
-	json_t *m = json_pack("{s:i, s:i, s:s, s:s, s:s, s:o, s:f, s:s?}", "rank", j->rank, "size", j->size,
+	json_t *anc = json_array();
+	for (size_t i = 0; i < j->nanc; i++)
+		json_array_append_new(anc, json_pack("{s:I, s:I, s:I}", "boottime_ns", (json_int_t)j->anc[i].boottime_ns,
+			"realtime_ns", (json_int_t)j->anc[i].realtime_ns, "window_ns", (json_int_t)j->anc[i].window_ns));
+	json_t *m = json_pack("{s:i, s:i, s:s, s:s, s:s, s:o, s:o, s:f, s:s?}", "rank", j->rank, "size", j->size,
 			      "hostname", j->host, "launcher", j->launcher, "job_id", j->job_id, "clock", clk,
-			      "sync_interval_s", j->sync_interval, "stopped_by", j->stop_why);
+			      "realtime_anchors", anc, "sync_interval_s", j->sync_interval, "stopped_by", j->stop_why);
 	char *s = m ? json_dumps(m, JSON_COMPACT) : NULL;
 	json_decref(m);
 	return s;

@@ -92,6 +92,9 @@ int main(int argc, char **argv)
 	MPI_Comm_size(j.comm, &j.size);
 	gethostname(j.host, sizeof(j.host) - 1);
 	j.launcher = launcher();
+	const char *skew = getenv("SPMTAP_EMU_REALTIME_SKEW_NS");
+	if (getenv("SPMTAP_EMU_ACTIVE") && skew) /* test-only, under --emulate only (job_sync.c) */
+		j.realtime_skew = strtoll(skew, NULL, 10);
 	job_hooks_init(&j);
 	int st = one_per_node(&j);
 	if (st == 0) {

@@ -22,8 +22,40 @@ int64_t job_now(void)
 	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+/*
+ * CLOCK_REALTIME as this node sees it.  On an emulated node (SPMTAP_EMU_ACTIVE)
+ * the emulator's SPMTAP_EMU_REALTIME_SKEW_NS is added (read once, at
+ * MPI_Init, by job_main.c): a test-only hook, compiled in, read only under
+ * --emulate, so that a test bed whose "nodes" share the machine's REALTIME
+ * still has nodes whose wall clocks disagree (docs/emulator.md).  Nothing
+ * else in spmtap reads REALTIME for a time stamp.
+ */
+static int64_t realtime(const struct job *j)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec + j->realtime_skew;
+}
+
+void job_anchor(struct job *j)
+{
+	struct job_anchor best = { .window_ns = INT64_MAX };
+	for (int i = 0; i < 5; i++) {
+		int64_t a = job_now(), r = realtime(j), b = job_now();
+		if (b - a < best.window_ns)
+			best = (struct job_anchor){ .boottime_ns = a + (b - a) / 2, .realtime_ns = r, .window_ns = b - a };
+	}
+	if (j->nanc == JOB_MAX_SYNCS)
+		for (size_t i = 1; i + 1 < j->nanc; i++)
+			j->anc[i] = j->anc[i + 1];
+	else
+		j->nanc++;
+	j->anc[j->nanc - 1] = best;
+}
+
 static void keep(struct job *j, const struct job_offset *o)
 {
+	job_anchor(j);
 	if (j->noff == JOB_MAX_SYNCS) /* keep the first and the latest: drop the second */
 		for (size_t i = 1; i + 1 < j->noff; i++)
 			j->off[i] = j->off[i + 1];
