@@ -18,6 +18,8 @@
 #include "collector/cli/record.h"
 
 #define JOB_ROUNDS 20              /* ping-pongs per rank per sync (Score-P: 10) */
+#define JOB_GOOD_RTT_NS 10000      /* below this, JOB_ROUNDS are enough; else more, up to: */
+#define JOB_MAX_ROUNDS 200
 #define JOB_SYNC_DEFAULT_S 10.0    /* --sync-interval */
 #define JOB_MAX_SYNCS 4096         /* offsets kept per rank (~11 h at 10 s) */
 #define JOB_STOP_MARGIN_NS 200000000ll /* a stop's common end: this far ahead of rank 0's now */
@@ -30,6 +32,7 @@ enum { JOB_TAG_CMD = 101, JOB_TAG_PING, JOB_TAG_PONG, JOB_TAG_RES, JOB_TAG_REQ }
 /* One clock offset of this rank to rank 0: reference = local + offset, within +-bound. */
 struct job_offset {
 	int64_t local_ns, offset_ns, bound_ns, rtt_ns;
+	int64_t rounds;            /* round trips made (JOB_ROUNDS, more on a busy node) */
 };
 
 /*

@@ -36,9 +36,10 @@ char *job_meta_json(const struct job *j)
 {
 	json_t *offs = json_array();
 	for (size_t i = 0; i < j->noff; i++)
-		json_array_append_new(offs, json_pack("{s:I, s:I, s:I, s:I}", "local_ns",
+		json_array_append_new(offs, json_pack("{s:I, s:I, s:I, s:I, s:I}", "local_ns",
 			(json_int_t)j->off[i].local_ns, "offset_ns", (json_int_t)j->off[i].offset_ns,
-			"bound_ns", (json_int_t)j->off[i].bound_ns, "rtt_ns", (json_int_t)j->off[i].rtt_ns));
+			"bound_ns", (json_int_t)j->off[i].bound_ns, "rtt_ns", (json_int_t)j->off[i].rtt_ns,
+			"rounds", (json_int_t)j->off[i].rounds));
 	json_t *clk = json_pack("{s:s, s:i, s:s, s:i, s:o}", "clock", "CLOCK_BOOTTIME", "reference_rank", 0,
 				"method", "mpi-min-rtt-pingpong", "rounds", JOB_ROUNDS, "offsets", offs);
 	json_t *anc = json_array();

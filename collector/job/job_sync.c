@@ -67,7 +67,9 @@ static void keep(struct job *j, const struct job_offset *o)
 static void pingpong_root(struct job *j, int peer)
 {
 	int64_t best_rtt = INT64_MAX, best_t1 = 0, best_t2 = 0, best_tw = 0;
-	for (int i = 0; i < JOB_ROUNDS; i++) {
+	/* JOB_ROUNDS, and more (up to JOB_MAX_ROUNDS) while no round trip was short: a busy node */
+	int i = 0;
+	for (; i < JOB_ROUNDS || (best_rtt > JOB_GOOD_RTT_NS && i < JOB_MAX_ROUNDS); i++) {
 		int64_t tw, t1 = job_now();
 		MPI_Send(&i, 1, MPI_INT, peer, JOB_TAG_PING, j->comm);
 		MPI_Recv(&tw, 1, MPI_INT64_T, peer, JOB_TAG_PONG, j->comm, MPI_STATUS_IGNORE);
@@ -82,8 +84,8 @@ static void pingpong_root(struct job *j, int peer)
 	/* (t1 + t2) / 2 without overflow; the bound rounded up, plus the 1 ns the halving may lose */
 	int64_t mid = best_t1 + (best_t2 - best_t1) / 2;
 	struct job_offset o = { .local_ns = best_tw, .offset_ns = mid - best_tw,
-				.bound_ns = (best_rtt + 1) / 2 + 1, .rtt_ns = best_rtt };
-	MPI_Send(&o, 4, MPI_INT64_T, peer, JOB_TAG_RES, j->comm);
+				.bound_ns = (best_rtt + 1) / 2 + 1, .rtt_ns = best_rtt, .rounds = i };
+	MPI_Send(&o, 5, MPI_INT64_T, peer, JOB_TAG_RES, j->comm);
 }
 
 void job_sync_root(struct job *j, enum job_cmd cmd)
@@ -101,14 +103,19 @@ void job_sync_root(struct job *j, enum job_cmd cmd)
 
 void job_sync_worker(struct job *j)
 {
-	for (int i = 0; i < JOB_ROUNDS; i++) {
+	/* pings until the result comes: rank 0 decides how many rounds (pingpong_root) */
+	for (;;) {
+		MPI_Status st;
+		MPI_Probe(0, MPI_ANY_TAG, j->comm, &st);
+		if (st.MPI_TAG != JOB_TAG_PING)
+			break;
 		int seq;
 		MPI_Recv(&seq, 1, MPI_INT, 0, JOB_TAG_PING, j->comm, MPI_STATUS_IGNORE);
 		int64_t tw = job_now();
 		MPI_Send(&tw, 1, MPI_INT64_T, 0, JOB_TAG_PONG, j->comm);
 	}
 	struct job_offset o;
-	MPI_Recv(&o, 4, MPI_INT64_T, 0, JOB_TAG_RES, j->comm, MPI_STATUS_IGNORE);
+	MPI_Recv(&o, 5, MPI_INT64_T, 0, JOB_TAG_RES, j->comm, MPI_STATUS_IGNORE);
 	keep(j, &o);
 	j->last_sync = o.local_ns;
 }
