@@ -20,6 +20,7 @@
 #define JOB_ROUNDS 20              /* ping-pongs per rank per sync (Score-P: 10) */
 #define JOB_GOOD_RTT_NS 10000      /* below this, JOB_ROUNDS are enough; else more, up to: */
 #define JOB_MAX_ROUNDS 200
+#define JOB_MAX_EXTRA_NS 20000000ll /* and while a rank's rounds took less than 20 ms */
 #define JOB_SYNC_DEFAULT_S 10.0    /* --sync-interval */
 #define JOB_MAX_SYNCS 4096         /* offsets kept per rank (~11 h at 10 s) */
 #define JOB_STOP_MARGIN_NS 200000000ll /* a stop's common end: this far ahead of rank 0's now */
@@ -60,7 +61,8 @@ struct job {
 	bool aborted;              /* a local SIGINT/SIGTERM: no collective any more */
 	const char *stop_why;
 	int64_t end_local;         /* the recording's end, local BOOTTIME (INT64_MAX: none yet) */
-	int64_t t_start, last_sync, last_stop_poll;
+	int64_t t_start;           /* rank 0: when every node recorded (after the first sync): --duration counts from here */
+	int64_t last_sync, last_stop_poll;
 	/* a worker's pending control receive */
 	MPI_Request cmd_req;
 	int64_t cmd[2];

@@ -104,7 +104,6 @@ static bool started(void *user, struct session *S, const struct rec_opts *o, boo
 				ok ? "another rank failed to start" : "rank 0 failed to start");
 		return false;
 	}
-	j->t_start = session_start_boottime(S);
 	if (j->rank == 0)
 		job_sync_root(j, JOB_CMD_SYNC);
 	else {
@@ -134,6 +133,8 @@ static bool started(void *user, struct session *S, const struct rec_opts *o, boo
 				"mpirun, or `spmtap job stop %s`\n", j->size, j->job_id, j->dir);
 	}
 	free(all_hosts);
+	/* The common start: every node records and has its first offset; --duration counts from here. */
+	j->t_start = job_now();
 	if (j->rank != 0) {
 		MPI_Irecv(j->cmd, 2, MPI_INT64_T, 0, JOB_TAG_CMD, j->comm, &j->cmd_req);
 		j->cmd_posted = true;

@@ -69,7 +69,10 @@ static void pingpong_root(struct job *j, int peer)
 	int64_t best_rtt = INT64_MAX, best_t1 = 0, best_t2 = 0, best_tw = 0;
 	/* JOB_ROUNDS, and more (up to JOB_MAX_ROUNDS) while no round trip was short: a busy node */
 	int i = 0;
-	for (; i < JOB_ROUNDS || (best_rtt > JOB_GOOD_RTT_NS && i < JOB_MAX_ROUNDS); i++) {
+	int64_t t0 = job_now();
+	for (; i < JOB_ROUNDS || (best_rtt > JOB_GOOD_RTT_NS && i < JOB_MAX_ROUNDS &&
+				  job_now() - t0 < JOB_MAX_EXTRA_NS);
+	     i++) {
 		int64_t tw, t1 = job_now();
 		MPI_Send(&i, 1, MPI_INT, peer, JOB_TAG_PING, j->comm);
 		MPI_Recv(&tw, 1, MPI_INT64_T, peer, JOB_TAG_PONG, j->comm, MPI_STATUS_IGNORE);
