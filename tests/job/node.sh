@@ -28,6 +28,12 @@ mkdir -p "$BED/$node/state"
 export SPMTAP_EMU_STATE_DIR="$BED/$node/state"
 export SPMTAP_EMU_TRUTH="$BED/$node/truth.jsonl"
 export SPMTAP_EMU_SHM_TAG="testbed-$node"
+# The emulated tree in a directory of the node's own: the emulator's stale-tree sweep of other
+# programs on this machine (scanning $TMPDIR or /tmp) never meets it. A sweeper in another time
+# namespace would misread its owner's start time (emu/common/owner.c records the namespace; an older
+# build does not).
+mkdir -p "$BED/$node/tmp"
+export TMPDIR="$BED/$node/tmp"
 # GPU clocks: each node its own offset and drift; wall clocks: each its own skew (ns, as spmtap
 # sees REALTIME under --emulate; docs/emulator.md SPMTAP_EMU_REALTIME_SKEW_NS).
 export SPMTAP_EMU_CLOCK_OFFSET=$((0x1000000000 + r * 0x123456789))
