@@ -145,6 +145,8 @@ static int64_t node_offset(int n)
 	return v;
 }
 
+static int64_t offset_at(json_t *offs, int64_t t, int64_t *bound);
+
 static json_t *node_meta(int n)
 {
 	json_error_t e;
@@ -203,6 +205,18 @@ static void check_nodes(json_t **metas, const char *rank0_stop)
 			}
 		}
 		printf("\n");
+	}
+	/* One common end: each node's end_ns, on rank 0's clock, is rank 0's end_ns within the node's bound. */
+	int64_t end0 = json_integer_value(json_object_get(json_object_get(metas[0], "job"), "end_ns"));
+	CU_ASSERT(end0 > 0);
+	for (int n = 1; n < NODES; n++) {
+		json_t *j = json_object_get(metas[n], "job");
+		int64_t end = json_integer_value(json_object_get(j, "end_ns")), bound;
+		int64_t ref = end + offset_at(json_object_get(json_object_get(j, "clock"), "offsets"), end, &bound);
+		printf("  node%d: ends %+" PRId64 " ns from node0's end on node0's clock (bound %" PRId64 ")\n", n,
+		       ref - end0, bound);
+		/* converted with the offset of the moment, held/interpolated differently: within both bounds */
+		CU_ASSERT(llabs(ref - end0) <= 2 * bound + 2);
 	}
 	/* The REALTIME anchors carry each node's skew: REALTIME could not have given these offsets. */
 	json_t *a0 = json_array_get(json_object_get(json_object_get(metas[0], "job"), "realtime_anchors"), 0);

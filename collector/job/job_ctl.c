@@ -49,6 +49,9 @@ char *job_meta_json(const struct job *j)
 	json_t *m = json_pack("{s:i, s:i, s:s, s:s, s:s, s:o, s:o, s:f, s:s?}", "rank", j->rank, "size", j->size,
 			      "hostname", j->host, "launcher", j->launcher, "job_id", j->job_id, "clock", clk,
 			      "realtime_anchors", anc, "sync_interval_s", j->sync_interval, "stopped_by", j->stop_why);
+	/* the job's common end on this node's clock, once decided: every node's recording ends there */
+	if (m && j->end_local != INT64_MAX)
+		json_object_set_new(m, "end_ns", json_integer(j->end_local));
 	char *s = m ? json_dumps(m, JSON_COMPACT) : NULL;
 	json_decref(m);
 	return s;
