@@ -244,6 +244,8 @@ bench: all $(BENCH_BIN)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/spmtap $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/spmtap
+	# spmtap record --job execs spmtap-job from spmtap's own directory (docs/howto-job.md)
+	$(if $(JOB_BIN),install -m 755 $(JOB_BIN) $(DESTDIR)$(PREFIX)/bin/spmtap-job)
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so
