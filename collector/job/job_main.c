@@ -85,36 +85,41 @@ int main(int argc, char **argv)
 				"(run by `spmtap record --job DIR ...` under mpirun or srun; docs/howto-job.md)\n");
 		return EXIT_USAGE;
 	}
-	static struct job j; /* large (the offsets); one per process, passed by pointer from here on */
+	struct job *J = calloc(1, sizeof(*J)); /* large (the offsets): on the heap, passed by pointer */
+	if (!J) {
+		fprintf(stderr, "spmtap-job: out of memory\n");
+		return EXIT_FAIL;
+	}
 	MPI_Init(&argc, &argv);
-	MPI_Comm_dup(MPI_COMM_WORLD, &j.comm);
-	MPI_Comm_rank(j.comm, &j.rank);
-	MPI_Comm_size(j.comm, &j.size);
-	gethostname(j.host, sizeof(j.host) - 1);
-	j.launcher = launcher();
+	MPI_Comm_dup(MPI_COMM_WORLD, &J->comm);
+	MPI_Comm_rank(J->comm, &J->rank);
+	MPI_Comm_size(J->comm, &J->size);
+	gethostname(J->host, sizeof(J->host) - 1);
+	J->launcher = launcher();
 	const char *skew = getenv("SPMTAP_EMU_REALTIME_SKEW_NS");
 	if (getenv("SPMTAP_EMU_ACTIVE") && skew) /* test-only, under --emulate only (job_sync.c) */
-		j.realtime_skew = strtoll(skew, NULL, 10);
-	job_hooks_init(&j);
-	int st = one_per_node(&j);
+		J->realtime_skew = strtoll(skew, NULL, 10);
+	job_hooks_init(J);
+	int st = one_per_node(J);
 	if (st == 0) {
-		job_id(&j);
+		job_id(J);
 		/* --job DIR, found among the arguments here only to create it before any rank needs it */
-		for (int i = 2; i + 1 < argc; i++)
-			if (!strcmp(argv[i], "--job"))
-				j.dir = argv[i + 1];
+		for (int i = 2; i < argc && strcmp(argv[i], "--"); i++) /* not the app's arguments */
+			if (!strcmp(argv[i], "--job") && i + 1 < argc)
+				J->dir = argv[i + 1];
 			else if (!strncmp(argv[i], "--job=", 6))
-				j.dir = argv[i] + 6;
-		if (j.dir && j.rank == 0 && mkdir(j.dir, 0777) && errno != EEXIST)
-			fprintf(stderr, "spmtap-job: %s: %s\n", j.dir, strerror(errno));
-		if (!j.dir)
-			j.dir = ".";
-		st = cmd_record_job(argc - 1, argv + 1, &j.hooks);
+				J->dir = argv[i] + 6;
+		if (J->dir && J->rank == 0 && mkdir(J->dir, 0777) && errno != EEXIST)
+			fprintf(stderr, "spmtap-job: %s: %s\n", J->dir, strerror(errno));
+		if (!J->dir)
+			J->dir = ".";
+		st = cmd_record_job(argc - 1, argv + 1, &J->hooks);
 		/* a bad command line never reached the start: meet the others there all the same */
-		if (!j.started_called)
-			j.hooks.started(&j, NULL, &(struct rec_opts){ 0 }, false);
+		if (!J->started_called)
+			J->hooks.started(J, NULL, &(struct rec_opts){ 0 }, false);
 	}
-	if (!j.aborted)
+	if (!J->aborted)
 		MPI_Finalize();
+	free(J);
 	return st;
 }
