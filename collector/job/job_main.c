@@ -109,8 +109,9 @@ int main(int argc, char **argv)
 				J->dir = argv[i + 1];
 			else if (!strncmp(argv[i], "--job=", 6))
 				J->dir = argv[i] + 6;
-		if (J->dir && J->rank == 0 && mkdir(J->dir, 0777) && errno != EEXIST)
-			fprintf(stderr, "spmtap-job: %s: %s\n", J->dir, strerror(errno));
+		char err[512];
+		if (J->dir && J->rank == 0 && session_make_dir(J->dir, err, sizeof(err)) < 0)
+			fprintf(stderr, "spmtap-job: --job %s: %s\n", J->dir, err);
 		if (!J->dir)
 			J->dir = ".";
 		st = cmd_record_job(argc - 1, argv + 1, &J->hooks);
