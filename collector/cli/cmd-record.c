@@ -86,7 +86,8 @@ const char cmd_record_usage[] =
 	"  --job DIR              one rank of a job, one rank per node, under mpirun\n"
 	"                         or srun (runs spmtap-job, which links MPI): start and\n"
 	"                         stop together, node clocks aligned to rank 0, DIR\n"
-	"                         the job's control directory (docs/howto-job.md)\n"
+	"                         the job's control directory; --device defaults to\n"
+	"                         all (docs/howto-job.md)\n"
 	"  --sync-interval T      with --job: clock sync period (default 10s)\n"
 	"\n"
 	"CSV: xcc,timestamp,<counters> (docs/cli/spmtap-record.md); timestamps are\n"
@@ -405,7 +406,11 @@ int cmd_record_job(int argc, char **argv, const struct rec_job *job)
 	o.argc = argc;
 	o.argv = argv;
 	o.job = job;
+	const char *dev0 = o.device;
 	int st = parse_opts(argc, argv, &o);
+	/* A job rank records its whole node: every GPU unless --device says otherwise. */
+	if (st == EXIT_OK && o.job_dir && o.device == dev0)
+		o.device = "all";
 	if (st == EXIT_OK && o.job_dir && !job)
 		st = exec_job(argv);
 	else if (st == EXIT_OK && !o.job_dir && job)
