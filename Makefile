@@ -82,8 +82,18 @@ CLI      := $(B)/spmtap
 MPICC ?= mpicc
 MERGE_MPI := $(if $(shell command -v $(MPICC) 2>/dev/null),$(B)/spmtap-merge-mpi)
 .PHONY: all test check-asan check-tsan bench fuzz soak install clean
+# spmtap-job (collector/job/): `spmtap record --job` as one MPI rank per node; the only program that
+# links MPI (spmtap execs it; docs/howto-job.md says why it is a binary and not a dlopen'd MPI).
+# Built where mpicc is installed; elsewhere `spmtap record --job` says it is missing.
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+JOB_SRC  := $(wildcard collector/job/*.c)
+JOB_OBJ  := $(JOB_SRC:%.c=$(B)/obj/%.o)
+JOB_BIN  := $(if $(MPI_LIBS),$(B)/spmtap-job)
+$(JOB_OBJ): CPPFLAGS += $(MPI_CFLAGS)
+$(JOB_OBJ): | $(PROTO_GEN)
 TOOL_SO  := $(if $(wildcard /usr/include/hsa/hsa_api_trace.h),$(B)/libspmtap-tool.so)
-all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI) $(TOOL_SO) $(MERGE_MPI)
+all: $(LIB_A) $(LIB_SO) $(B)/libspmtap.so $(B)/spmtap.pc $(SHIM_SO) $(LAUNCHER) $(DEVICE) $(ANA_A) $(CLI) $(TOOL_SO) $(MERGE_MPI) $(JOB_BIN)
 
 # spmtap-merge-mpi (collector/merge/mpi_main.c): `spmtap merge` as an MPI job, for
 # many recordings (docs/cli/spmtap-merge.md).  Built where mpicc is; spmtap
@@ -185,6 +195,9 @@ $(DEVICE) $(B)/obj/emu/device/main.o: override SAN :=
 $(DEVICE): $(B)/obj/emu/device/main.o
 	$(CC) $(LDFLAGS) -o $@ $< -ldl
 
+$(B)/spmtap-job: $(JOB_OBJ) $(filter-out $(B)/obj/collector/cli/main.o,$(CLI_OBJ)) $(ANA_A) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS) $(CAIRO_LIBS) $(MPI_LIBS)
+
 # No emulator code: --emulate and `spmtap emulate` exec $(LAUNCHER) (test_emu_launch checks with nm).
 $(CLI): $(CLI_OBJ) $(ANA_A) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(ANA_A) $(LIB_A) $(LIBS) $(CAIRO_LIBS)
@@ -242,6 +255,8 @@ bench: all $(BENCH_BIN)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/spmtap $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/spmtap
+	# spmtap record --job execs spmtap-job from spmtap's own directory (docs/howto-job.md)
+	$(if $(JOB_BIN),install -m 755 $(JOB_BIN) $(DESTDIR)$(PREFIX)/bin/spmtap-job)
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libspmtap.so.$(VERSION_MAJOR) $(DESTDIR)$(LIBDIR)/libspmtap.so

@@ -70,6 +70,9 @@ int emulate_run(const char *profile, char **argv);
  * fails, the message printed with `what` ("--emulate", "emulate").
  */
 int emulate_exec(const char *what, const char *profile, const char *gen, char **cmd);
+/* spmtap job stop|env DIR (cmd-job.c): the job script's side of record --job. */
+int cmd_job(int argc, char **argv);
+extern const char cmd_job_usage[];
 /* spmtap emulate PROFILE [--gen A|B] -- CMD [ARGS] (cmd-emulate.c). */
 int cmd_emulate(int argc, char **argv);
 extern const char cmd_emulate_usage[];

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,12 @@ const char cmd_record_usage[] =
 	"                         RAM, whichever is less), then in the journal\n"
 	"                         NAME_journal.raw beside the outputs\n"
 	"  --keep-raw             keep the journal after the catch-up\n"
+	"  --job DIR              one rank of a job, one rank per node, under mpirun\n"
+	"                         or srun (runs spmtap-job, which links MPI): start and\n"
+	"                         stop together, node clocks aligned to rank 0, DIR\n"
+	"                         the job's control directory; --device defaults to\n"
+	"                         all (docs/howto-job.md)\n"
+	"  --sync-interval T      with --job: clock sync period (default 10s)\n"
 	"\n"
 	"CSV: xcc,timestamp,<counters> (docs/cli/spmtap-record.md); timestamps are\n"
 	"raw GPU ticks.  A saturated value is an empty cell.\n"
@@ -153,7 +160,8 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 	enum { O_RAW = 256, O_DEVICE, O_BACKEND, O_GEN, O_BUFFERS, O_BUFSIZE, O_SPM, O_INTERVAL,
 	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
 	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES, O_SPILL_MEM, O_KEEP_RAW, O_NO_KERNELS, O_CRAY,
-	       O_CRAY_INTERVAL, O_CRAY_MAP };
+	       O_CRAY_INTERVAL, O_CRAY_MAP,
+	       O_JOB, O_SYNC_INTERVAL };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -177,6 +185,8 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "spill-mem", required_argument, NULL, O_SPILL_MEM },
 		{ "keep-raw", no_argument, NULL, O_KEEP_RAW },
 		{ "no-kernels", no_argument, NULL, O_NO_KERNELS },
+		{ "job", required_argument, NULL, O_JOB },
+		{ "sync-interval", required_argument, NULL, O_SYNC_INTERVAL },
 		{ "spm", required_argument, NULL, O_SPM },
 		{ "interval", required_argument, NULL, O_INTERVAL },
 		{ "per-se", no_argument, NULL, O_PER_SE },
@@ -321,6 +331,17 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			break;
 		case O_KEEP_RAW: o->keep_raw = true; break;
 		case O_NO_KERNELS: o->no_kernels = true; break;
+		case O_JOB: o->job_dir = optarg; break;
+		case O_SYNC_INTERVAL: {
+			double ns;
+			if (cli_parse_time(optarg, 1e9, &ns) < 0 || ns < 1e8) {
+				fprintf(stderr, "spmtap record: --sync-interval %s: expected a time >= 100ms "
+						"(e.g. 10s)\n", optarg);
+				return EXIT_USAGE;
+			}
+			o->sync_interval = ns / 1e9;
+			break;
+		}
 		case O_SPM:
 			if (add_names(o, optarg) < 0) {
 				fprintf(stderr, "spmtap record: out of memory\n");
@@ -356,6 +377,15 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			return EXIT_USAGE;
 		}
 	}
+	if (o->sync_interval > 0 && !o->job_dir) {
+		fprintf(stderr, "spmtap record: --sync-interval is for --job\n");
+		return EXIT_USAGE;
+	}
+	if (o->job_dir && (o->raw || !(o->dir || o->formats || o->smi))) {
+		fprintf(stderr, "spmtap record: --job writes the -d/-f outputs (e.g. -d out/%%hostname%%), "
+				"not --raw or the tick CSV\n");
+		return EXIT_USAGE;
+	}
 	if (o->raw && !o->out) {
 		fprintf(stderr, "spmtap record: --raw needs -o FILE\n");
 		return EXIT_USAGE;
@@ -368,15 +398,61 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 	return o->spm_names ? split_names(o) : EXIT_OK;
 }
 
-int cmd_record(int argc, char **argv)
+/*
+ * --job in spmtap, which links no MPI: exec spmtap-job from beside this
+ * executable (the build tree, or the installed <prefix>/bin), with the
+ * same arguments; it returns only when that fails.
+ */
+static int exec_job(char **argv)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "spmtap record: --job: /proc/self/exe: %s\n", strerror(errno));
+		return EXIT_FAIL;
+	}
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(path, sizeof(path), "%s/spmtap-job", exe);
+	/* spmtap-job record ARGS: the same command line, argv[0] is "record" */
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	char **nv = calloc((size_t)argc + 2, sizeof(*nv));
+	if (!nv)
+		return EXIT_FAIL;
+	nv[0] = path;
+	memcpy(nv + 1, argv, (size_t)argc * sizeof(*nv));
+	fflush(NULL);
+	execv(path, nv);
+	free(nv);
+	fprintf(stderr, "spmtap record: --job needs %s (built with OpenMPI: `make` where mpicc is "
+			"installed): %s\n", path, strerror(errno));
+	return EXIT_FAIL;
+}
+
+int cmd_record_job(int argc, char **argv, const struct rec_job *job)
 {
 	struct rec_opts o = { .device = "0", .nbuffers = FEEDER_DEFAULT_BUFFERS,
 			      .buffer_size = FEEDER_DEFAULT_SIZE };
 	o.argc = argc;
 	o.argv = argv;
+	o.job = job;
+	const char *dev0 = o.device;
 	int st = parse_opts(argc, argv, &o);
-	if (st == EXIT_OK)
+	/* A job rank records its whole node: every GPU unless --device says otherwise. */
+	if (st == EXIT_OK && o.job_dir && o.device == dev0)
+		o.device = "all";
+	if (st == EXIT_OK && o.job_dir && !job)
+		st = exec_job(argv);
+	else if (st == EXIT_OK && !o.job_dir && job)
+		st = (fprintf(stderr, "spmtap-job: record needs --job DIR\n"), EXIT_USAGE);
+	else if (st == EXIT_OK)
 		st = record_session(&o);
 	free(o.spm_names);
 	return st;
 }
+
+int cmd_record(int argc, char **argv) { return cmd_record_job(argc, argv, NULL); }

@@ -40,6 +40,8 @@ static const struct cli_cmd commands[] = {
 	{ "merge", cmd_merge, "Put a job's node recordings on one timeline (SQLite, Perfetto)", cmd_merge_usage },
 	{ "export", cmd_export, "Write a recording's sensor series as a spmtap-sensor-trace v1 CSV",
 	  cmd_export_usage },
+	{ "job", cmd_job, "Stop a job's recording (record --job), or print SPMTAP_JOB for its application",
+	  cmd_job_usage },
 	{ "emulate", cmd_emulate, "Run any program on the emulated node (rocminfo, rocm-smi, your HSA app)", cmd_emulate_usage },
 	/* usage NULL: the command prints its own help for --help */
 	{ "decode", cmd_decode, "Decode a raw container or one XCC's raw stream to CSV", NULL },

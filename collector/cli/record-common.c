@@ -13,12 +13,17 @@ static void on_signal(int sig)
 	rec_signal_count++;
 }
 
-void rec_signals_install(void)
+void rec_signals_install(bool job)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* mpirun forwards these and not SIGINT/SIGTERM (docs/howto-job.md "Stopping") */
+	if (job) {
+		sigaction(SIGUSR1, &sa, NULL);
+		sigaction(SIGUSR2, &sa, NULL);
+	}
 }
 
 void rec_signals_block(sigset_t *old)
@@ -27,6 +32,8 @@ void rec_signals_block(sigset_t *old)
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &block, old);
 }
 

@@ -461,27 +461,34 @@ static int out_names(struct rec_opts *o, bool formats, char **dir, char **name, 
 	return EXIT_OK;
 }
 
-static int run(const struct rec_opts *o, const char *odir, const char *oname);
+static int run(const struct rec_opts *o, const char *odir, const char *oname, bool *met);
 
 int record_session(const struct rec_opts *opts)
 {
 	struct rec_opts ox = *opts;
 	if (ox.app) {
 		int ast = find_app(ox.app[0]);
-		if (ast)
+		if (ast) {
+			if (ox.job)
+				ox.job->started(ox.job->user, NULL, &ox, false);
 			return ast;
+		}
 	}
 	char *odir = NULL, *oname = NULL, *oout = NULL;
+	bool met = false; /* a job rank has met the others (rec_job.started) */
 	int st = out_names(&ox, wants_formats(&ox), &odir, &oname, &oout);
 	if (st == EXIT_OK)
-		st = run(&ox, odir, oname);
+		st = run(&ox, odir, oname, &met);
+	/* Failed before the start: the other ranks wait for this one at the start. */
+	if (ox.job && !met)
+		ox.job->started(ox.job->user, NULL, &ox, false);
 	free(odir);
 	free(oname);
 	free(oout);
 	return st;
 }
 
-static int run(const struct rec_opts *o, const char *odir, const char *oname)
+static int run(const struct rec_opts *o, const char *odir, const char *oname, bool *met)
 {
 	struct cli_target t;
 	int st = cli_target_devices(&t, "record");
@@ -585,7 +592,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		.smi_interval_ns = o->smi_interval_ns, .smi_offsets = o->smi_offset ? &offs : NULL,
 		.cray = o->cray, .cray_interval_ns = o->cray_interval_ns, .cray_accel_map = cray_map,
 		.dir = outdir ? outdir : ".", .name = name, .formats = fmts, .nformats = nfmt,
-		.command_line = cmdline, .markers = o->app != NULL,
+		.command_line = cmdline, .markers = o->app != NULL || o->job_dir != NULL,
 		.kernels = tool != NULL, .kernels_csv = tool ? kcsv : NULL,
 		.raw_path = o->raw ? o->out : NULL,
 		.ticks_csv = formats || o->raw ? NULL : o->out ? o->out : "-",
@@ -608,7 +615,7 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 	    (st = write_layout(o->out, session_layout(S, 0), layout, sizeof(layout))))
 		goto out;
 	sigset_t old;
-	rec_signals_install();
+	rec_signals_install(o->job != NULL);
 	rec_signals_block(&old);
 	rc = session_start(S, err, sizeof(err));
 	rec_signals_restore(&old);
@@ -624,6 +631,15 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		session_stop(S, NULL, 0);
 		st = EXIT_FAIL;
 		goto out;
+	}
+	if (o->job) {
+		/* Every rank started (a barrier) and the first clock sync; or another rank failed. */
+		*met = true;
+		if (!o->job->started(o->job->user, S, o, true)) {
+			session_stop(S, NULL, 0);
+			st = EXIT_FAIL;
+			goto out;
+		}
 	}
 	sched.S = S;
 	sched.r0 = rec_now_ns(CLOCK_MONOTONIC_RAW);
@@ -658,15 +674,33 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 	 * comes (docs/cli/spmtap-record.md "When a recording stops").
 	 */
 	int64_t t_start = session_start_boottime(S);
-	int64_t deadline = o->duration > 0 ? t_start + (int64_t)(o->duration * 1e9) : INT64_MAX;
+	int64_t deadline = o->duration > 0 && !o->job ? t_start + (int64_t)(o->duration * 1e9) : INT64_MAX;
 	session_set_end(S, deadline);
-	bool forwarded = false;
+	bool forwarded = false, aborted = false;
 	while (!session_failed(S) && (int64_t)rec_now_ns(CLOCK_BOOTTIME) < deadline) {
-		if (rec_stop_signal && child > 0 && !forwarded) {
-			kill(child, rec_stop_signal == SIGINT ? SIGINT : SIGTERM);
+		/*
+		 * A job rank: SIGUSR1/2 is a job-wide stop that rank 0 decides
+		 * (poll); SIGINT/SIGTERM come from a launcher about to kill the
+		 * rank, which stops here and now.
+		 */
+		int sig = rec_stop_signal;
+		bool local = o->job ? sig == SIGINT || sig == SIGTERM : sig != 0;
+		if (o->job && local) {
+			aborted = true;
+			break;
+		}
+		if (o->job) {
+			int64_t e = o->job->poll(o->job->user, S);
+			if (e < deadline) {
+				deadline = e;
+				session_set_end(S, e);
+			}
+		}
+		if (local && child > 0 && !forwarded) {
+			kill(child, sig == SIGINT ? SIGINT : SIGTERM);
 			forwarded = true;
 		}
-		if (rec_stop_signal && child <= 0)
+		if (local && child <= 0)
 			break;
 		if (child > 0) {
 			int ws;
@@ -698,6 +732,8 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		st = EXIT_FAIL;
 	if (rec_stop_signal)
 		session_set_stop_reason(S, strsignal(rec_stop_signal));
+	if (o->job)
+		o->job->ending(o->job->user, S, aborted);
 	cu.signals0 = rec_signal_count; /* a signal from now on abandons the catch-up */
 	rc = session_stop(S, err, sizeof(err));
 	if (cu.printed && cu.tty && !session_abandoned(S))
@@ -752,6 +788,8 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname)
 		st = app_status >= 0 ? app_status : EXIT_FAIL;
 	}
 out:
+	if (o->job && *met)
+		o->job->done(o->job->user, S, st);
 	layout_done(layout, false);
 	free_phase_files(filep, nfilep);
 	session_close(S);

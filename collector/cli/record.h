@@ -27,6 +27,34 @@
  */
 #define REC_INTERVAL_DEFAULT 32768u
 
+struct rec_opts;
+
+/*
+ * A recording made as one rank of a job (`spmtap record --job DIR`, run by
+ * build/spmtap-job, collector/job/): the MPI layer's hooks into the one
+ * record path, so that a job rank records exactly as `spmtap record` does.
+ * record_session calls, in this order:
+ *   started(ok)   once: after session_start (ok) or after anything failed
+ *                 before it (!ok, S may be NULL), so that every rank meets
+ *                 the others; returns false when the job is not to run
+ *                 (another rank failed): the recording then stops at once;
+ *   poll          every loop tick (~20 ms): the end of the recording as a
+ *                 local CLOCK_BOOTTIME instant, INT64_MAX while none; a
+ *                 local SIGINT/SIGTERM ends the loop without it (the
+ *                 launcher is about to kill the rank: no collective then);
+ *   ending        after the end, before session_stop: the last clock sync,
+ *                 the final "job" metadata (session_set_job);
+ *   done          after session_stop: the summaries gathered (rank 0 prints).
+ * The job's own --duration is rank 0's: o->duration is not used locally.
+ */
+struct rec_job {
+	bool (*started)(void *user, struct session *S, const struct rec_opts *o, bool ok);
+	int64_t (*poll)(void *user, struct session *S);
+	void (*ending)(void *user, struct session *S, bool aborted);
+	void (*done)(void *user, struct session *S, int status);
+	void *user;
+};
+
 struct rec_opts {
 	const char *out;
 	double duration;
@@ -62,6 +90,10 @@ struct rec_opts {
 	size_t nphases;
 	int argc;
 	char **argv;
+	/* --job DIR: one rank of a job (docs/howto-job.md); job: the hooks, set by spmtap-job */
+	const char *job_dir;
+	double sync_interval;                /* --sync-interval, seconds (0: the default, 10 s) */
+	const struct rec_job *job;
 };
 
 /*
@@ -73,8 +105,8 @@ struct rec_opts {
 extern _Atomic int rec_stop_signal;
 /* Stop signals so far: one more during the catch-up after the stop abandons it. */
 extern _Atomic int rec_signal_count;
-/* Handlers for SIGINT/SIGTERM; threads started between block/unblock never take them. */
-void rec_signals_install(void);
+/* Handlers for SIGINT/SIGTERM (and, with job, SIGUSR1/SIGUSR2: the job's stop); threads started between block/unblock never take them. */
+void rec_signals_install(bool job);
 void rec_signals_block(sigset_t *old);
 void rec_signals_restore(const sigset_t *old);
 
@@ -88,5 +120,10 @@ void rec_summary_cost(struct session *S);
 
 /* Every mode of `spmtap record` is a session with writers (collector/lib/session.h). */
 int record_session(const struct rec_opts *o);
+/*
+ * `spmtap record` with argv as typed; job: NULL in spmtap, where --job execs
+ * spmtap-job beside the executable; the hooks in spmtap-job.
+ */
+int cmd_record_job(int argc, char **argv, const struct rec_job *job);
 
 #endif

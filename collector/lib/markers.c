@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector/lib/marker_job.h"
 #include "collector/lib/marker_shm.h"
 #include "spmtap.h"
 
@@ -71,6 +72,12 @@ static void mk_attach(void)
 	char *end;
 	long fd = e && *e ? strtol(e, &end, 10) : -1;
 	struct stat st;
+	int own = -1; /* SPMTAP_JOB: the node's job recording (marker_job.h), when no recorder started us */
+	if (fd < 0 && (own = mk_job_open()) >= 0) {
+		fd = own;
+		static char empty[1];
+		end = empty;
+	}
 	if (fd >= 0 && !*end && !fstat((int)fd, &st) && (size_t)st.st_size >= sizeof(struct mk_header)) {
 		void *p = mmap(NULL, sizeof(struct mk_header), PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
 		if (p != MAP_FAILED) {
@@ -82,6 +89,8 @@ static void mk_attach(void)
 			}
 		}
 	}
+	if (own >= 0)
+		close(own); /* the mapping stays */
 	mk_map = h;
 	mk_tsc = h && h->clock == MK_CLOCK_TSC && MK_HAVE_TSC;
 	if (h)

@@ -8,6 +8,7 @@
  * clock and marker threads), session_meta.c (metadata and end records).
  */
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,23 @@ bool session_failed(struct session *S)
 
 void session_set_stop_reason(struct session *S, const char *why) { S->stop_reason = why; }
 
+int session_set_job(struct session *S, const char *json_text)
+{
+	json_t *j = json_loads(json_text, 0, NULL);
+	bool ok = j && json_is_object(j);
+	json_decref(j);
+	if (!ok)
+		return -EINVAL;
+	char *c = strdup(json_text);
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_lock(&S->lock);
+	free(S->job_json);
+	S->job_json = c;
+	pthread_mutex_unlock(&S->lock);
+	return 0;
+}
+
 const char *session_layout(const struct session *S, size_t i)
 {
 	return i < S->ng ? S->g[i].layout_text : NULL;
@@ -492,6 +510,7 @@ void session_close(struct session *S)
 	free(S->outs);
 	free(S->gone);
 	free(S->meta_path);
+	free(S->job_json);
 	out_set_free(S->files);
 	free(S);
 }

@@ -210,6 +210,14 @@ int session_marker_stats(const struct session *s, struct mk_stats *st);
 bool session_failed(struct session *s);
 /* Why the recording ends (e.g. a signal's name), for the raw container's end record; a static string. */
 void session_set_stop_reason(struct session *s, const char *why);
+/*
+ * The metadata's top-level "job" object (a recording made as one rank of a
+ * job: docs/howto-job.md, docs/formats/meta-job.md): json_text, a JSON
+ * object, copied; it replaces the previous one and is in every metadata
+ * rewrite from now on, the final one included (NAME_meta.json and SQLite's
+ * recording_meta).  Any thread.  0, -EINVAL (not an object) or -ENOMEM.
+ */
+int session_set_job(struct session *s, const char *json_text);
 /* GPU i's layout descriptor (spmtap-layout JSON), NULL without counters. */
 const char *session_layout(const struct session *s, size_t i);
 /* GPU i's note when its buffer size was adjusted, or "". */

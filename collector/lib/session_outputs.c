@@ -111,6 +111,12 @@ static json_t *full_meta(struct session *S, bool final)
 	json_object_set_new(m, "spm_clock_hz", json_real(S->spm_hz));
 	json_object_set_new(m, "extra", ses_extra_json(S));
 	json_object_set_new(m, "files", files_json(S));
+	/* A job rank's clock offsets and identity (session_set_job): copied under the lock. */
+	pthread_mutex_lock(&S->lock);
+	json_t *job = S->job_json ? json_loads(S->job_json, 0, NULL) : NULL;
+	pthread_mutex_unlock(&S->lock);
+	if (job)
+		json_object_set_new(m, "job", job);
 	/* An abandoned catch-up left rows in the journal: not complete. */
 	json_object_set_new(m, "complete", json_boolean(final && !S->error && !S->abandoned));
 	if (final) {

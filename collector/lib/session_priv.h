@@ -155,6 +155,12 @@ struct session {
 	bool abandoned;           /* the catch-up was abandoned: the outputs say "complete": false */
 	int64_t meta_mono;        /* when the metadata was last rewritten (CLOCK_MONOTONIC) */
 	/*
+	 * The metadata's "job" object (session_set_job), JSON text, under lock:
+	 * the job layer replaces it after every clock sync while the writer
+	 * thread rewrites the metadata.
+	 */
+	char *job_json;
+	/*
 	 * CPU per stage (cost.h): wcpu_ns[k], writer k's calls (their thread's
 	 * clock, whichever thread calls); the clock and marker threads' own, set
 	 * when they end; cost, the metadata's "cost", once after the run.

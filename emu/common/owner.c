@@ -6,7 +6,10 @@
  * The owner is the process that made the directory (emu_env_setup) and
  * removes it at the end.  It is named by pid *and* start time, because a
  * pid alone is reused; by boot id, because /tmp may outlive a reboot; and
- * by pid namespace, because a pid means nothing in another one.  A
+ * by pid namespace, because a pid means nothing in another one; and by
+ * time namespace, because /proc/PID/stat's start time is shown shifted by
+ * the reader's boot-time offset (the job test bed's "nodes" are time
+ * namespaces on one machine: each would take the others' owners for dead).  A
  * directory is removed only when all of that says the owner is dead: a
  * directory without an owner record, or of another pid namespace, or whose
  * owner runs, is never touched.
@@ -28,6 +31,7 @@ struct emu_owner {
 	unsigned long long start; /* /proc/PID/stat field 22: clock ticks since boot */
 	char boot[64];            /* /proc/sys/kernel/random/boot_id */
 	unsigned long long pidns; /* inode of /proc/self/ns/pid */
+	unsigned long long timens; /* inode of /proc/self/ns/time (0: an older record, or none) */
 };
 
 /* Start time of pid (0 when it does not exist), and whether it is a zombie: dead, not yet reaped. */
@@ -81,6 +85,12 @@ static unsigned long long pid_ns(void)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
 }
 
+static unsigned long long time_ns(void)
+{
+	struct stat st;
+	return stat("/proc/self/ns/time", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
 int emu_owner_write(const char *tmpdir, char *err, size_t errlen)
 {
 	char p[PATH_MAX], tmp[PATH_MAX], boot[64];
@@ -97,7 +107,8 @@ int emu_owner_write(const char *tmpdir, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	fprintf(f, "pid %ld\nstart %llu\nboot %s\npidns %llu\n", (long)getpid(), start, boot, pid_ns());
+	fprintf(f, "pid %ld\nstart %llu\nboot %s\npidns %llu\ntimens %llu\n", (long)getpid(), start, boot, pid_ns(),
+		time_ns());
 	/* Complete before it has its name: a sweeper never reads half a record. */
 	if (fclose(f) || rename(tmp, p)) {
 		snprintf(err, errlen, "cannot write %s: %s", p, strerror(errno));
@@ -125,6 +136,8 @@ static int owner_read(const char *tmpdir, struct emu_owner *o)
 			have |= snprintf(o->boot, sizeof(o->boot), "%s", val) > 0 ? 4 : 0;
 		else if (!strcmp(key, "pidns"))
 			have |= (o->pidns = strtoull(val, NULL, 10)) ? 8 : 0;
+		else if (!strcmp(key, "timens"))
+			o->timens = strtoull(val, NULL, 10);
 	}
 	fclose(f);
 	return have == 15 ? 0 : -1;
@@ -143,6 +156,8 @@ int emu_owner_gone(const char *tmpdir)
 		return 1; /* made before this boot */
 	if (o.pidns != pid_ns())
 		return 0; /* another pid namespace: its pids are not ours to judge */
+	if (o.timens && o.timens != time_ns())
+		return 0; /* another time namespace: its start times are not comparable with ours */
 	int zombie = 0;
 	unsigned long long start = proc_start(o.pid, &zombie);
 	return !start || start != o.start || zombie;

@@ -98,6 +98,8 @@ int main(int argc, char **argv)
 		int sig = sigwaitinfo(&set, &si);
 		if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && si.si_code != SI_KERNEL)
 			kill(sup, sig); /* the supervisor passes it to the command */
+		else if (sig == SIGUSR1 || sig == SIGUSR2)
+			kill(sup, sig); /* passed on as they come (mpirun's forwarded stop: spmtap record --job) */
 		int st;
 		if (waitpid(sup, &st, WNOHANG) == sup)
 			return exit_code(st);

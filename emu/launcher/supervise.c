@@ -49,6 +49,9 @@ void emu_sup_signals(sigset_t *set)
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
+	/* mpirun forwards SIGUSR1/2 and not SIGINT/SIGTERM: spmtap record --job stops on them */
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
 	sigaddset(set, EMU_SIG_PARENT_DIED);
 }
 
@@ -154,6 +157,9 @@ int emu_supervise(const struct emu_sup_opts *o, const sigset_t *orig)
 		}
 		if (sig == EMU_SIG_PARENT_DIED) {
 			begin_end(&s);
+		} else if (sig == SIGUSR1 || sig == SIGUSR2) {
+			if (!s.have_status)
+				kill(s.child, sig);
 		} else if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
 			/* From the terminal, the whole foreground group has it already; sent to us, pass it on. */
 			if (si.si_code != SI_KERNEL && !s.have_status)
