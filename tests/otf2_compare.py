@@ -68,7 +68,11 @@ def from_otf2(path, problems):
                 m = ev.metric
                 members = (m.metric_class if hasattr(m, "metric_class") else m).members
                 for mem, v in zip(members, ev.values):
-                    # raw values: base^exponent is the reader's to apply (all 0 here but MHz)
+                    # raw values: base^exponent is the reader's to apply (all 0 here but MHz).
+                    # SQLite has no integer past INT64_MAX: it keeps the nearest REAL
+                    # (docs/formats/sqlite.md), so such a count compares as that REAL.
+                    if isinstance(v, int) and v > 2**63 - 1:
+                        v = float(v)
                     cells[key].append((ev.time, mem.name, v))
             elif kind == "Enter":
                 stacks[key].append((ev.time, ev.region.name))
