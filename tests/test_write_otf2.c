@@ -370,6 +370,13 @@ static void test_record(void)
 	CU_ASSERT_PTR_NULL(strstr(g, "(overlap 2)"));
 	/* the metadata lists the archive */
 	CU_ASSERT_PTR_NOT_NULL(strstr(sh("cat %s/run_meta.json", d), "\"otf2\": \"run.otf2\""));
+	/* a later run under the same NAME with other -f removes the archive with the rest of the old set */
+	const char *again[] = { "--emulate", "mi210", "record", "--spm", "SQ_WAVES", "-f", "csv", "-d", d, "-o", "run",
+				"--duration", "0.2", NULL };
+	CU_ASSERT_EQUAL(tp_wait(tp_spawn_spmtap(NULL, again, state, &o)), 0);
+	struct stat sb;
+	CU_ASSERT_NOT_EQUAL(stat(testenv_path(d, "run.otf2"), &sb), 0);
+	CU_ASSERT_EQUAL(stat(testenv_path(d, "run_spm.csv"), &sb), 0);
 	/* `spmtap list` says OTF2 output is available */
 	char cmd[4096];
 	snprintf(cmd, sizeof(cmd), "%s/spmtap --emulate mi210 list 2>&1", testenv_build_dir());
