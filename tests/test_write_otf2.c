@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -308,6 +309,65 @@ static void test_two_nodes(void)
 	CU_ASSERT_STRING_EQUAL(t, "102 102 1000000\n");
 }
 
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/*
+ * Memory stays bounded by the streams, not the duration: a million samples
+ * of 4 streams (4 million Metric events, ~75 MB of archive) grow the
+ * process by at most a few chunks per location (without otf2w's memory
+ * callbacks OTF2 keeps every chunk until close: 278 MB at twice this size).
+ */
+static void test_bounded_memory(void)
+{
+	const char *a = path("big.otf2");
+	char err[512] = "";
+	struct otf2w *w = NULL;
+	CU_ASSERT_EQUAL_FATAL(otf2w_open(&w, a, NULL, err, sizeof(err)), 0);
+	struct otf2w_node *n = NULL;
+	CU_ASSERT_EQUAL_FATAL(otf2w_node(w, &n, "big", -1, err, sizeof(err)), 0);
+	enum { NS = 4, CH = 4096, CHUNKS = 250 };
+	struct series_stream st[NS];
+	static uint64_t v[4][CH];
+	static int64_t t[CH];
+	for (int k = 0; k < NS; k++) {
+		st[k] = (struct series_stream){ .id = (uint32_t)k, .source = "spm", .gpu = 0, .xcc = k, .ncols = 4,
+						.cols = (const struct series_column[]){ { "A", "count", SERIES_U64 },
+											{ "B", "count", SERIES_U64 },
+											{ "C", "count", SERIES_U64 },
+											{ "D", "count", SERIES_U64 } } };
+		CU_ASSERT_EQUAL_FATAL(otf2w_begin(n, &st[k], err, sizeof(err)), 0);
+	}
+	long before = 0;
+	for (int c = 0; c < CHUNKS; c++) {
+		for (int i = 0; i < CH; i++) {
+			t[i] = T0 + ((int64_t)c * CH + i) * 1000;
+			for (int j = 0; j < 4; j++)
+				v[j][i] = (uint64_t)(c * CH + i) * 7 + (uint64_t)j;
+		}
+		const void *vals[] = { v[0], v[1], v[2], v[3] };
+		for (int k = 0; k < NS; k++) {
+			struct series_chunk ch = { .stream = &st[k], .n = CH, .host_ns = t, .values = vals };
+			CU_ASSERT_EQUAL_FATAL(otf2w_write(n, &ch, err, sizeof(err)), 0);
+		}
+		if (c == CHUNKS / 10)
+			before = maxrss_kib(); /* every location's buffer is in use by now */
+	}
+	long after = maxrss_kib();
+	CU_ASSERT_EQUAL_FATAL(otf2w_close(w, err, sizeof(err)), 0);
+	printf("\n    %d samples x %d streams: max RSS %ld KiB after a tenth, %ld KiB at the end ", CHUNKS * CH, NS,
+	       before, after);
+	CU_ASSERT(after - before < 16 * 1024);
+	/* and the archive holds them all */
+	const char *g = sh("otf2-print -G %s/traces.otf2 | grep -c '# Events: 1024000,'", a);
+	CU_ASSERT_EQUAL(atoi(g), NS);
+	sh("rm -rf %s", a);
+}
+
 /* An earlier archive is replaced; a directory of the user's is not touched. */
 static void test_replace(void)
 {
@@ -393,6 +453,7 @@ int main(int argc, char **argv)
 		{ "values_vs_sqlite", test_values_vs_sqlite, need_tools },
 		{ "clock_offsets", test_clock_offsets, need_tools },
 		{ "two_nodes", test_two_nodes, need_tools },
+		{ "bounded_memory", test_bounded_memory, need_tools },
 		{ "replace", test_replace, need_tools },
 		{ "record", test_record, need_tools },
 		{ NULL, NULL, NULL },

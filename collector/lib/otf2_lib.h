@@ -24,6 +24,7 @@
 	X(OTF2_Archive_Open)                                                                       \
 	X(OTF2_Archive_Close)                                                                      \
 	X(OTF2_Archive_SetFlushCallbacks)                                                          \
+	X(OTF2_Archive_SetMemoryCallbacks)                                                         \
 	X(OTF2_Archive_SetSerialCollectiveCallbacks)                                               \
 	X(OTF2_Archive_SetCreator)                                                                 \
 	X(OTF2_Archive_SetDescription)                                                             \

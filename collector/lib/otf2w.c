@@ -293,6 +293,62 @@ static OTF2_FlushType pre_flush(void *user, OTF2_FileType type, OTF2_LocationRef
 
 static const OTF2_FlushCallbacks flush_cbs = { .otf2_pre_flush = pre_flush, .otf2_post_flush = NULL };
 
+/*
+ * OTF2 flushes a buffer only when a chunk cannot be had (otherwise it
+ * mallocs chunks until the archive closes: the whole trace in memory).  So
+ * chunks come from here, and an event buffer that holds OTF2W_EVT_CHUNKS
+ * gets none: OTF2 writes it out, frees them all and asks again.  Each
+ * buffer's chunks are listed in its perBufferData.
+ */
+#define OTF2W_EVT_CHUNKS 1u
+struct chunks {
+	void **p;
+	size_t n, cap;
+};
+
+static void *chunk_alloc(void *user, OTF2_FileType type, OTF2_LocationRef loc, void **per, uint64_t size)
+{
+	(void)user;
+	(void)loc;
+	struct chunks *c = *per;
+	if (!c && !(c = *per = calloc(1, sizeof(*c))))
+		return NULL;
+	if (type == OTF2_FILETYPE_EVENTS && c->n >= OTF2W_EVT_CHUNKS)
+		return NULL; /* flush first */
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? 2 * c->cap : 4;
+		void **np = realloc(c->p, ncap * sizeof(*np));
+		if (!np)
+			return NULL;
+		c->p = np;
+		c->cap = ncap;
+	}
+	void *m = malloc(size);
+	if (m)
+		c->p[c->n++] = m;
+	return m;
+}
+
+static void chunk_free_all(void *user, OTF2_FileType type, OTF2_LocationRef loc, void **per, bool final)
+{
+	(void)user;
+	(void)type;
+	(void)loc;
+	struct chunks *c = *per;
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->p[i]);
+	c->n = 0;
+	if (final) {
+		free(c->p);
+		free(c);
+		*per = NULL;
+	}
+}
+
+static const OTF2_MemoryCallbacks mem_cbs = { .otf2_allocate = chunk_alloc, .otf2_free_all = chunk_free_all };
+
 int otf2w_open(struct otf2w **out, const char *dir, const char *creator, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -334,6 +390,8 @@ int otf2w_open(struct otf2w **out, const char *dir, const char *creator, char *e
 		return rc;
 	}
 	OTF2_ErrorCode c = a->lib.OTF2_Archive_SetFlushCallbacks(a->ar, &flush_cbs, NULL);
+	if (c == OTF2_SUCCESS)
+		c = a->lib.OTF2_Archive_SetMemoryCallbacks(a->ar, &mem_cbs, NULL);
 	if (c == OTF2_SUCCESS)
 		c = a->lib.OTF2_Archive_SetSerialCollectiveCallbacks(a->ar);
 	if (c == OTF2_SUCCESS && creator)
