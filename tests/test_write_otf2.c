@@ -361,7 +361,13 @@ static void test_bounded_memory(void)
 	CU_ASSERT_EQUAL_FATAL(otf2w_close(w, err, sizeof(err)), 0);
 	printf("\n    %d samples x %d streams: max RSS %ld KiB after a tenth, %ld KiB at the end ", CHUNKS * CH, NS,
 	       before, after);
+#if defined(__SANITIZE_ADDRESS__)
+	/* ASan keeps freed chunks in its quarantine (256 MB): RSS says nothing here */
+	(void)before;
+	(void)after;
+#else
 	CU_ASSERT(after - before < 16 * 1024);
+#endif
 	/* and the archive holds them all */
 	const char *g = sh("otf2-print -G %s/traces.otf2 | grep -c '# Events: 1024000,'", a);
 	CU_ASSERT_EQUAL(atoi(g), NS);
