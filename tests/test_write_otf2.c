@@ -276,6 +276,7 @@ static void test_two_nodes(void)
 	struct otf2w *w = NULL;
 	CU_ASSERT_EQUAL_FATAL(otf2w_open(&w, a, "spmtap test", err, sizeof(err)), 0);
 	struct fixture f[2];
+	struct otf2w_node *last = NULL;
 	for (int k = 0; k < 2; k++) {
 		fixture_init(&f[k], 0);
 		struct otf2w_node *n = NULL;
@@ -289,7 +290,12 @@ static void test_two_nodes(void)
 		struct series_chunk c1 = { .stream = &f[k].spm, .n = NSAMP, .host_ns = f[k].t_spm, .values = v1 };
 		CU_ASSERT_EQUAL(otf2w_write(n, &c1, err, sizeof(err)), 0);
 		CU_ASSERT_EQUAL(otf2w_slice(n, &fixture_slices[0], err, sizeof(err)), 0);
+		last = n;
 	}
+	/* a range that ends before it starts is left out and counted, not an error that ends the recording */
+	struct series_slice bad = { T0 + 9, T0 + 8, "backwards", 1, "marker", 0, 1 };
+	CU_ASSERT_EQUAL(otf2w_slice(last, &bad, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(otf2w_dropped_slices(w), 1);
 	CU_ASSERT_EQUAL_FATAL(otf2w_close(w, err, sizeof(err)), 0);
 	sh("otf2-print --silent -Werror %s/traces.otf2 2>&1", a);
 	CU_ASSERT_EQUAL(sh_rc, 0);

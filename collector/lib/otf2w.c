@@ -815,10 +815,8 @@ int otf2w_slice(struct otf2w_node *n, const struct series_slice *s, char *err, s
 		return spmtap_seterr(err, errlen, -a->error, "%s", a->errmsg);
 	if (!s)
 		return spmtap_seterr(err, errlen, EINVAL, "%s: no slice", a->dir);
-	if (s->start_ns < 0 || s->end_ns < s->start_ns)
-		return spmtap_seterr(err, errlen, EINVAL, "%s: slice %s: times %" PRId64 "..%" PRId64, a->dir,
-				     s->name ? s->name : "", s->start_ns, s->end_ns);
-	if (a->nsl >= OTF2W_MAX_SLICES) {
+	/* A range that ends before it starts cannot be an Enter/Leave pair: left out and counted, not fatal. */
+	if (s->start_ns < 0 || s->end_ns < s->start_ns || a->nsl >= OTF2W_MAX_SLICES) {
 		a->dropped++;
 		return 0;
 	}
@@ -1289,8 +1287,8 @@ int otf2w_close(struct otf2w *a, char *err, size_t errlen)
 			rc = fail_otf2(a, c, "closing the archive", err, errlen);
 	}
 	if (a->dropped)
-		pr_warn("otf2", "%s: %" PRIu64 " phases/markers/kernels past the first %u were left out", a->dir,
-			a->dropped, OTF2W_MAX_SLICES);
+		pr_warn("otf2", "%s: %" PRIu64 " phases/markers/kernels left out (past the first %u, or ending before they start)",
+			a->dir, a->dropped, OTF2W_MAX_SLICES);
 	if (a->clamped)
 		pr_warn("otf2", "%s: %" PRIu64 " sample times that went back were held at the previous time",
 			a->dir, a->clamped);

@@ -79,7 +79,10 @@ int otf2w_begin(struct otf2w_node *n, const struct series_stream *s, char *err, 
 int otf2w_write(struct otf2w_node *n, const struct series_chunk *c, char *err, size_t errlen);
 int otf2w_slice(struct otf2w_node *n, const struct series_slice *s, char *err, size_t errlen);
 
-/* Slices dropped past OTF2W_MAX_SLICES, and sample times moved up to keep a location's time order. */
+/*
+ * Slices left out (past OTF2W_MAX_SLICES, or ending before they start), and
+ * sample times moved up to keep a location's time order.
+ */
 uint64_t otf2w_dropped_slices(const struct otf2w *a);
 uint64_t otf2w_clamped_times(const struct otf2w *a);
 
