@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,6 +385,61 @@ static void test_bounded_memory(void)
 	sh("rm -rf %s", a);
 }
 
+/*
+ * In a child limited to `limit` bytes per file: `chunks` chunks of 1000
+ * samples, then close.  Exits 0 when a write or the close failed with EFBIG
+ * and a message naming the event file, 1 when everything "succeeded", 2 on
+ * another error; a crash shows as a signal.
+ */
+static int write_limited(const char *a, long limit, int chunks)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		signal(SIGXFSZ, SIG_IGN);
+		struct rlimit r = { (rlim_t)limit, (rlim_t)limit };
+		setrlimit(RLIMIT_FSIZE, &r);
+		char err[512] = "";
+		struct otf2w *w = NULL;
+		struct otf2w_node *n = NULL;
+		if (otf2w_open(&w, a, NULL, err, sizeof(err)) || otf2w_node(w, &n, "x", -1, err, sizeof(err)))
+			_exit(2);
+		static const struct series_column col[] = { { "A", "count", SERIES_U64 } };
+		struct series_stream st = { .id = 1, .source = "spm", .xcc = 0, .ncols = 1, .cols = col };
+		if (otf2w_begin(n, &st, err, sizeof(err)))
+			_exit(2);
+		static uint64_t v[1000];
+		static int64_t t[1000];
+		int rc = 0;
+		for (int c = 0; c < chunks && !rc; c++) {
+			for (int i = 0; i < 1000; i++) {
+				t[i] = T0 + (int64_t)(c * 1000 + i) * 1000;
+				v[i] = (uint64_t)i;
+			}
+			const void *vals[] = { v };
+			struct series_chunk ch = { .stream = &st, .n = 1000, .host_ns = t, .values = vals };
+			rc = otf2w_write(n, &ch, err, sizeof(err));
+		}
+		int crc = otf2w_close(w, rc ? NULL : err, rc ? 0 : sizeof(err));
+		printf("\n    limit %ld, %d chunks: %s", limit, chunks, err);
+		fflush(stdout);
+		if (!rc && !crc)
+			_exit(1);
+		_exit((rc ? rc : crc) == -EFBIG && strstr(err, "traces/0.evt") ? 0 : 2);
+	}
+	return tp_wait(pid);
+}
+
+/* A full disk mid-recording and at the last flush: an error that names the file, never a crash. */
+static void test_full_disk(void)
+{
+	/* ~12 bytes a sample: the 1 MiB chunks go out at ~87,000 samples */
+	CU_ASSERT_EQUAL(write_limited(path("full1.otf2"), 3000000, 1000), 0); /* a flush while writing */
+	CU_ASSERT_EQUAL(write_limited(path("full2.otf2"), 1100000, 100), 0);  /* the last flush, at close */
+	CU_ASSERT_EQUAL(write_limited(path("full3.otf2"), 100000000, 100), 1); /* room enough: no error */
+}
+
 /* An earlier archive is replaced; a directory of the user's is not touched. */
 static void test_replace(void)
 {
@@ -527,6 +583,7 @@ int main(int argc, char **argv)
 		{ "clock_offsets", test_clock_offsets, need_tools },
 		{ "two_nodes", test_two_nodes, need_tools },
 		{ "bounded_memory", test_bounded_memory, need_tools },
+		{ "full_disk", test_full_disk, need_tools },
 		{ "replace", test_replace, need_tools },
 		{ "record", test_record, need_tools },
 		{ "kernels", test_kernels, need_kernels },

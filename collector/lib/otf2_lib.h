@@ -54,7 +54,8 @@
 	X(OTF2_GlobalDefWriter_WriteMetricClass)                                                   \
 	X(OTF2_GlobalDefWriter_WriteMetricInstance)                                                \
 	X(OTF2_Error_GetName)                                                                      \
-	X(OTF2_Error_GetDescription)
+	X(OTF2_Error_GetDescription)                                                               \
+	X(OTF2_Error_RegisterCallback)
 
 struct otf2_lib {
 	void *handle;

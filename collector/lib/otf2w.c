@@ -140,6 +140,14 @@ struct otf2w {
 	uint64_t dropped, clamped;
 	int error;
 	char errmsg[512];
+	/*
+	 * OTF2's own report of its first failure (otf2_error_cb): it names the
+	 * file, and some failures (a buffer's last flush when its writer closes)
+	 * reach no return value of ours.
+	 */
+	OTF2_ErrorCode otf2_code;
+	char otf2_msg[384];
+	bool otf2_broken; /* failed while event writers were open: OTF2 must not flush them again */
 };
 
 static int fail(struct otf2w *a, int e, char *err, size_t errlen, const char *fmt, ...)
@@ -180,14 +188,41 @@ static int otf2_errno(OTF2_ErrorCode c)
 	}
 }
 
-/* A failed OTF2 call: "<dir>: <strerror> (OTF2: <name>: <description>, while <what>)". */
+/*
+ * A failed OTF2 call: "<dir>: <strerror> (OTF2: <what OTF2 said>, while <what>)",
+ * OTF2's words being its first error report (with the file) or else the code's description.
+ */
 static int fail_otf2(struct otf2w *a, OTF2_ErrorCode c, const char *what, char *err, size_t errlen)
 {
+	if (a->otf2_code != OTF2_SUCCESS)
+		c = a->otf2_code;
 	int e = otf2_errno(c);
-	const char *n = a->lib.OTF2_Error_GetName ? a->lib.OTF2_Error_GetName(c) : NULL;
 	const char *d = a->lib.OTF2_Error_GetDescription ? a->lib.OTF2_Error_GetDescription(c) : NULL;
-	return fail(a, e, err, errlen, "%s: %s (OTF2: %s: %s, while %s)", a->dir, spmtap_strerror(e),
-		    n ? n : "?", d ? d : "?", what);
+	return fail(a, e, err, errlen, "%s: %s (OTF2: %s, while %s)", a->dir, spmtap_strerror(e),
+		    a->otf2_msg[0] ? a->otf2_msg : d ? d : "?", what);
+}
+
+/*
+ * OTF2 reports every failure here (instead of printing it): the first one is
+ * kept for the message, and marks the archive failed even where OTF2 then
+ * goes on without telling its caller.
+ */
+static OTF2_ErrorCode otf2_error_cb(void *user, const char *file, uint64_t line, const char *function,
+				    OTF2_ErrorCode code, const char *fmt, va_list va)
+{
+	(void)file;
+	(void)line;
+	(void)function;
+	struct otf2w *a = user;
+	if (a && a->otf2_code == OTF2_SUCCESS && code != OTF2_SUCCESS) {
+		a->otf2_code = code;
+		const char *d = a->lib.OTF2_Error_GetDescription(code);
+		size_t n = (size_t)snprintf(a->otf2_msg, sizeof(a->otf2_msg), "%s: ", d ? d : "error");
+		if (n < sizeof(a->otf2_msg) && fmt)
+			vsnprintf(a->otf2_msg + n, sizeof(a->otf2_msg) - n, fmt, va);
+		a->otf2_broken = a->evt_open;
+	}
+	return code;
 }
 
 #define CHECK(call, what)                                                                          \
@@ -366,6 +401,7 @@ int otf2w_open(struct otf2w **out, const char *dir, const char *creator, char *e
 		free(a);
 		return rc;
 	}
+	(void)a->lib.OTF2_Error_RegisterCallback(otf2_error_cb, a);
 	/* An earlier archive under this name goes; a directory with anything else in it stays. */
 	rc = out_set_remove_archive(dir);
 	if (rc) {
@@ -382,6 +418,7 @@ int otf2w_open(struct otf2w **out, const char *dir, const char *creator, char *e
 		otf2w_abort(a);
 		return rc;
 	}
+	a->evt_open = true; /* from here until the event files are closed */
 	a->ar = a->lib.OTF2_Archive_Open(dir, "traces", OTF2_FILEMODE_WRITE, OTF2W_EVT_CHUNK, OTF2W_DEF_CHUNK,
 					 OTF2_SUBSTRATE_POSIX, OTF2_COMPRESSION_NONE);
 	if (!a->ar) {
@@ -406,7 +443,6 @@ int otf2w_open(struct otf2w **out, const char *dir, const char *creator, char *e
 		otf2w_abort(a);
 		return rc;
 	}
-	a->evt_open = true;
 	*out = a;
 	return 0;
 }
@@ -1068,6 +1104,9 @@ static int close_locations(struct otf2w *a, char *err, size_t errlen)
 	}
 	CHECK(a->lib.OTF2_Archive_CloseEvtFiles(a->ar), "closing the event files");
 	a->evt_open = false;
+	/* a buffer's last flush (in CloseEvtWriter) can fail with nothing returned but our callback */
+	if (a->otf2_code != OTF2_SUCCESS)
+		return fail_otf2(a, a->otf2_code, "writing the last events", err, errlen);
 	CHECK(a->lib.OTF2_Archive_OpenDefFiles(a->ar), "opening the definition files");
 	for (size_t i = 0; i < a->nlocs; i++) {
 		const struct location *l = &a->locs[i];
@@ -1234,6 +1273,22 @@ static int write_global(struct otf2w *a, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * OTF2_Archive_Close flushes every event writer still open; one whose flush
+ * already failed has no chunk left and OTF2 crashes on it (3.0.2: a memcpy
+ * from NULL in OTF2_File_Write).  Such an archive is left unclosed: its
+ * memory and open files are lost (a failed recording ends the process soon
+ * after), and what was flushed stays on disk as an unreadable archive.
+ */
+static void close_archive(struct otf2w *a)
+{
+	if (a->ar && !a->otf2_broken)
+		(void)a->lib.OTF2_Archive_Close(a->ar);
+	a->ar = NULL;
+	if (a->lib.OTF2_Error_RegisterCallback)
+		(void)a->lib.OTF2_Error_RegisterCallback(NULL, NULL);
+}
+
 static void free_all(struct otf2w *a)
 {
 	for (size_t k = 0; k < a->nnodes; k++) {
@@ -1280,12 +1335,9 @@ int otf2w_close(struct otf2w *a, char *err, size_t errlen)
 		rc = close_locations(a, err, errlen);
 	if (!rc)
 		rc = write_global(a, err, errlen);
-	if (a->ar) {
-		OTF2_ErrorCode c = a->lib.OTF2_Archive_Close(a->ar);
-		a->ar = NULL;
-		if (!rc && c != OTF2_SUCCESS)
-			rc = fail_otf2(a, c, "closing the archive", err, errlen);
-	}
+	close_archive(a);
+	if (!rc && a->otf2_code != OTF2_SUCCESS)
+		rc = fail_otf2(a, a->otf2_code, "closing the archive", err, errlen);
 	if (a->dropped)
 		pr_warn("otf2", "%s: %" PRIu64 " phases/markers/kernels left out (past the first %u, or ending before they start)",
 			a->dir, a->dropped, OTF2W_MAX_SLICES);
@@ -1300,8 +1352,6 @@ void otf2w_abort(struct otf2w *a)
 {
 	if (!a)
 		return;
-	if (a->ar)
-		(void)a->lib.OTF2_Archive_Close(a->ar);
-	a->ar = NULL;
+	close_archive(a);
 	free_all(a);
 }
