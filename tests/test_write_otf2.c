@@ -115,14 +115,22 @@ static void fixture_init(struct fixture *f, uint32_t gpu)
 
 /* The slices: markers on one thread where c overlaps a without nesting, kernels out of order. */
 static const struct series_slice fixture_slices[] = {
-	{ T0 + 10000, T0 + 50000, "a", 8, "marker", 0, 7 },
-	{ T0 + 20000, T0 + 30000, "b", 8, "marker", 1, 7 },
-	{ T0 + 40000, T0 + 70000, "c", 8, "marker", 0, 7 },
-	{ T0 + 45000, T0 + 46000, "d", 8, "marker", 1, 7 },
-	{ T0 + 5000, T0 + 90000, "fwd", 0, "file", 0, 0 },
-	{ T0 + 60000, T0 + 61000, "k2", 3, "kernel", 0, 0 },
-	{ T0 + 20000, T0 + 21000, "k1", 3, "kernel", 0, 0 },
-	{ T0 + 20500, T0 + 20600, "k1", 4, "kernel", 0, 0 },
+	{ .start_ns = T0 + 10000, .end_ns = T0 + 50000, .name = "a",
+	  .track = 8, .category = "marker", .depth = 0, .pid = 7 },
+	{ .start_ns = T0 + 20000, .end_ns = T0 + 30000, .name = "b",
+	  .track = 8, .category = "marker", .depth = 1, .pid = 7 },
+	{ .start_ns = T0 + 40000, .end_ns = T0 + 70000, .name = "c",
+	  .track = 8, .category = "marker", .depth = 0, .pid = 7 },
+	{ .start_ns = T0 + 45000, .end_ns = T0 + 46000, .name = "d",
+	  .track = 8, .category = "marker", .depth = 1, .pid = 7 },
+	{ .start_ns = T0 + 5000, .end_ns = T0 + 90000, .name = "fwd",
+	  .track = 0, .category = "file", .depth = 0, .pid = 0 },
+	{ .start_ns = T0 + 60000, .end_ns = T0 + 61000, .name = "k2",
+	  .track = 3, .category = "kernel", .depth = 0, .pid = 0 },
+	{ .start_ns = T0 + 20000, .end_ns = T0 + 21000, .name = "k1",
+	  .track = 3, .category = "kernel", .depth = 0, .pid = 0 },
+	{ .start_ns = T0 + 20500, .end_ns = T0 + 20600, .name = "k1",
+	  .track = 4, .category = "kernel", .depth = 0, .pid = 0 },
 };
 
 static int write_fixture(const struct writer_ops *ops, const char *out, const char *meta_json, uint32_t gpu)
@@ -298,7 +306,8 @@ static void test_two_nodes(void)
 		last = n;
 	}
 	/* a range that ends before it starts is left out and counted, not an error that ends the recording */
-	struct series_slice bad = { T0 + 9, T0 + 8, "backwards", 1, "marker", 0, 1 };
+	struct series_slice bad = { .start_ns = T0 + 9, .end_ns = T0 + 8, .name = "backwards", .track = 1,
+				    .category = "marker", .pid = 1 };
 	CU_ASSERT_EQUAL(otf2w_slice(last, &bad, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(otf2w_dropped_slices(w), 1);
 	CU_ASSERT_EQUAL_FATAL(otf2w_close(w, err, sizeof(err)), 0);

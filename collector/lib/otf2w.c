@@ -394,7 +394,6 @@ int otf2w_open(struct otf2w **out, const char *dir, const char *creator, char *e
 		free(a);
 		return spmtap_seterr(err, errlen, ENOMEM, "%s: out of memory", dir);
 	}
-	a->next_metric = 0;
 	int rc = otf2_lib_open(&a->lib, err, errlen);
 	if (rc) {
 		free(a->dir);

@@ -19,7 +19,9 @@
  * the crash-safe ones).
  *
  * Every call returns 0 or -errno with a sentence in err that names the
- * archive.  The first error is sticky.
+ * archive.  The first error is sticky.  OTF2's error callback is one per
+ * process: an archive takes it from open to close, so open one archive at a
+ * time (several nodes go into one archive, not several archives).
  */
 #ifndef SPMTAP_COLLECTOR_OTF2W_H
 #define SPMTAP_COLLECTOR_OTF2W_H
