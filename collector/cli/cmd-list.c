@@ -8,6 +8,7 @@
 
 #include "collector/cli/cli.h"
 #include "collector/cli/cmd-list-smi.h"
+#include "collector/lib/writer.h"
 #include "spm/submit.h"
 
 const char cmd_list_usage[] =
@@ -309,6 +310,14 @@ int cmd_list(int argc, char **argv)
 		       (*o)->summary ? (*o)->summary : "");
 		if (rc)
 			printf("  %-7s \\-> %s\n", "", reason[0] ? reason : spmtap_strerror(rc));
+	}
+	/* Output formats whose library is loaded at run time can be missing here. */
+	printf("\nOutput formats (-f):\n");
+	for (const struct writer_ops *const *w = writers(); *w; w++) {
+		char reason[256] = "";
+		int rc = (*w)->probe ? (*w)->probe(reason, sizeof(reason)) : 0;
+		printf("  %-9s %s%s%s\n", (*w)->name, rc == 0 ? "available" : "unavailable",
+		       rc ? ": " : "", rc ? (reason[0] ? reason : spmtap_strerror(rc)) : "");
 	}
 	print_submitters(&t, subs);
 	free(subs);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The files of one recording, written as .part and replaced together (outset.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -93,9 +94,94 @@ static int unlink_regular(const char *p)
 	return unlink(p) && errno != ENOENT ? -errno : 0;
 }
 
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Each entry of a directory, with fn(path, is_dir, arg); stops at the first nonzero. */
+static int each_entry(const char *dir, int (*fn)(const char *path, const char *name, bool is_dir, void *arg),
+		      void *arg)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	int rc = 0;
+	struct dirent *e;
+	char p[4096];
+	while (!rc && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= sizeof(p)) {
+			rc = -ENAMETOOLONG;
+			break;
+		}
+		struct stat sb;
+		if (lstat(p, &sb)) {
+			rc = -errno;
+			break;
+		}
+		if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+			rc = -ENOTEMPTY;
+		else
+			rc = fn(p, e->d_name, S_ISDIR(sb.st_mode), arg);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* In an archive's traces/: only .evt and .def files. */
+static int check_traces(const char *path, const char *name, bool is_dir, void *arg)
+{
+	(void)path;
+	(void)arg;
+	return !is_dir && (has_suffix(name, ".evt") || has_suffix(name, ".def")) ? 0 : -ENOTEMPTY;
+}
+
+static int check_top(const char *path, const char *name, bool is_dir, void *arg)
+{
+	(void)arg;
+	if (is_dir)
+		return strcmp(name, "traces") ? -ENOTEMPTY : each_entry(path, check_traces, NULL);
+	return !strcmp(name, "traces.otf2") || !strcmp(name, "traces.def") ? 0 : -ENOTEMPTY;
+}
+
+static int remove_entry(const char *path, const char *name, bool is_dir, void *arg)
+{
+	(void)name;
+	(void)arg;
+	if (is_dir) {
+		int rc = each_entry(path, remove_entry, NULL);
+		return rc ? rc : rmdir(path) ? -errno : 0;
+	}
+	return unlink(path) && errno != ENOENT ? -errno : 0;
+}
+
+int out_set_remove_archive(const char *dir)
+{
+	struct stat sb;
+	if (lstat(dir, &sb))
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(sb.st_mode))
+		return -EEXIST;
+	/* Everything checked before anything goes: a directory of the user's stays whole. */
+	int rc = each_entry(dir, check_top, NULL);
+	if (!rc)
+		rc = each_entry(dir, remove_entry, NULL);
+	if (!rc && rmdir(dir))
+		rc = -errno;
+	return rc;
+}
+
 static void unlink_with_companions(const char *p)
 {
 	char q[4096];
+	struct stat sb;
+	if (!lstat(p, &sb) && S_ISDIR(sb.st_mode)) {
+		(void)out_set_remove_archive(p);
+		return;
+	}
 	(void)unlink_regular(p);
 	for (size_t k = 0; k < sizeof(companions) / sizeof(companions[0]); k++)
 		if ((size_t)snprintf(q, sizeof(q), "%s%s", p, companions[k]) < sizeof(q))
@@ -121,7 +207,7 @@ static void remove_old_set(struct out_set *s, const char *const *old)
 	for (size_t i = 0; old && old[i]; i++)
 		if (!in_set(s, old[i])) {
 			struct stat sb;
-			bool was = !lstat(old[i], &sb) && S_ISREG(sb.st_mode);
+			bool was = !lstat(old[i], &sb) && (S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode));
 			bool listed = false;
 			for (size_t k = 0; k < s->nremoved && !listed; k++)
 				listed = !strcmp(s->removed[k], old[i]);
@@ -151,6 +237,15 @@ int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t 
 		struct stat sb;
 		if (lstat(from, &sb))
 			continue; /* a file the writer never created (a source without rows) */
+		/* An earlier archive directory under the final name: rename() does not replace a full one. */
+		if (S_ISDIR(sb.st_mode)) {
+			int r = out_set_remove_archive(f);
+			if (r && !rc)
+				rc = spmtap_seterr(err, errlen, -r, "%s: cannot replace: %s", f,
+						   spmtap_strerror(-r));
+			if (r)
+				continue;
+		}
 		/* The old file's companions first: a stale -wal must not meet the new database. */
 		for (size_t k = 0; k < sizeof(companions) / sizeof(companions[0]); k++)
 			if ((size_t)snprintf(to, sizeof(to), "%s%s", f, companions[k]) < sizeof(to))

@@ -36,7 +36,8 @@ const char *out_set_removed(const struct out_set *s, size_t i);
 /*
  * The end of a run: every `old` file (earlier outputs under this run's
  * names, NULL-terminated, may be NULL) that is not in the set is removed,
- * then every .part is renamed to its final name.  SQLite's companions
+ * then every .part is renamed to its final name (an OTF2 archive directory
+ * included: the old one under the final name goes first, out_set_remove_archive).  SQLite's companions
  * (-wal, -shm, -journal) follow their file: a stale -wal beside a new
  * database would be replayed into it.  Every rename is tried; 0 or the
  * first -errno with "PATH: reason" in err.
@@ -44,6 +45,13 @@ const char *out_set_removed(const struct out_set *s, size_t i);
 int out_set_commit(struct out_set *s, const char *const *old, char *err, size_t errlen);
 /* Stale FINAL.part files (a killed run's) of `names` not in the set, and their companions, removed. */
 void out_set_drop_parts(const struct out_set *s, const char *const *names);
+/*
+ * An OTF2 archive directory spmtap writes (docs/formats/otf2.md: DIR/traces.otf2,
+ * DIR/traces.def, DIR/traces/ with .evt and .def files) removed with DIR.
+ * 0 when gone or absent; -ENOTEMPTY, touching nothing, when DIR holds
+ * anything else; -EEXIST when DIR is not a directory.
+ */
+int out_set_remove_archive(const char *dir);
 /* A run that never started: every .part file (and companion) removed. */
 void out_set_discard(struct out_set *s);
 

@@ -38,6 +38,7 @@ static const struct {
 } kinds[] = {
 	{ "_spm.csv", "spm" }, { "_smi.csv", "smi" },       { "_phases.csv", "phases" },
 	{ "_meta.json", "meta" }, { ".db", "sqlite" }, { ".pftrace", "perfetto" },
+	{ ".otf2", "otf2" },
 };
 
 static bool ends_with(const char *s, const char *suffix)

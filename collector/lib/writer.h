@@ -37,7 +37,7 @@ struct writer_meta {
 };
 
 struct writer_ops {
-	const char *name;  /* "csv", "perfetto", "sqlite": the -f value */
+	const char *name;  /* "csv", "perfetto", "sqlite", "otf2": the -f value */
 	const char *ext;   /* file name suffix, e.g. ".pftrace" */
 	/* 0 if usable in this build/here, else -errno and why ("libsqlite3 not found"). */
 	int (*probe)(char *reason, size_t len);
@@ -80,6 +80,8 @@ struct writer_ops {
 extern const struct writer_ops writer_csv;
 extern const struct writer_ops writer_perfetto;
 extern const struct writer_ops writer_sqlite;
+/* An OTF2 archive directory, NAME.otf2 (write_otf2.c; libotf2 loaded at run time). */
+extern const struct writer_ops writer_otf2;
 /* `record --spm [-o FILE.csv]`: xcc,timestamp,<counters> in raw GPU ticks (write_csv.c); not a -f format. */
 extern const struct writer_ops writer_csv_ticks;
 
@@ -88,7 +90,7 @@ const struct writer_ops *const *writers(void);
 const struct writer_ops *writer_find(const char *name);
 /*
  * writer_find plus rocprofv3's -f names: pftrace is the Perfetto trace;
- * rocpd, json and otf2 are refused with a sentence in err that says why and
+ * rocpd and json are refused with a sentence in err that says why and
  * what to use.  NULL with err set when the name is no writer.
  */
 const struct writer_ops *writer_lookup(const char *name, char *err, size_t errlen);

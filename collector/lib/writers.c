@@ -9,7 +9,7 @@
 #include "log.h"
 
 static const struct writer_ops *const all[] = { &writer_csv, &writer_perfetto, &writer_sqlite,
-						NULL };
+						&writer_otf2, NULL };
 
 const struct writer_ops *const *writers(void) { return all; }
 
@@ -41,9 +41,6 @@ static const struct {
 	{ "json", NULL,
 	  "rocprofv3's JSON is its own Chrome-trace dialect of per-dispatch counters; use -f pftrace "
 	  "for a trace (ui.perfetto.dev, chrome://tracing) or -f csv for the series" },
-	{ "otf2", NULL,
-	  "OTF2 output comes with the whole-job issue (one collector per node, merged timelines); "
-	  "until then use -f pftrace or -f sqlite" },
 };
 
 const struct writer_ops *writer_lookup(const char *name, char *err, size_t errlen)
@@ -61,7 +58,7 @@ const struct writer_ops *writer_lookup(const char *name, char *err, size_t errle
 		return NULL;
 	}
 	spmtap_seterr(err, errlen, EINVAL,
-		      "format %s: unknown (csv, pftrace or perfetto, sqlite; comma-separated)",
+		      "format %s: unknown (csv, pftrace or perfetto, sqlite, otf2; comma-separated)",
 		      name ? name : "(null)");
 	return NULL;
 }
