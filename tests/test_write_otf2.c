@@ -25,6 +25,7 @@
 #include "collector/lib/writer.h"
 #include "lib/hsa_example.h"
 #include "lib/proc.h"
+#include "lib/synjob.h"
 #include "lib/testenv.h"
 
 static char dir[] = "/tmp/spmtap-otf2-XXXXXX";
@@ -581,6 +582,42 @@ static void test_kernels(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "kernels 200,"));
 }
 
+/*
+ * `spmtap merge -f otf2,sqlite` of 4 synthetic node recordings (tests/lib/synjob.h): one archive, a
+ * location group per node, every merged value and phase of the merged SQLite in it, and per node one
+ * ClockOffset of 0 (merge already put the times on rank 0's clock) whose stddev is the node's bound.
+ */
+static void test_merge(void)
+{
+	char job[4096], d[4096], cmd[4096];
+	snprintf(job, sizeof(job), "%s", path("job"));
+	snprintf(d, sizeof(d), "%s", path("merged"));
+	struct synjob j = { .dir = job, .nodes = 4, .seconds = 0.3, .spm_hz = 2000, .smi_hz = 100, .phases = 3,
+			    .sqlite = 1, .no_job_node = -1 };
+	CU_ASSERT_EQUAL_FATAL(synjob_make(&j), 0);
+	mkdir(d, 0755);
+	snprintf(cmd, sizeof(cmd), "%s/spmtap merge -d %s -o m -f otf2,sqlite", testenv_build_dir(), d);
+	for (unsigned k = 0; k < 4; k++)
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " %s/node%u/rec.db", job, k);
+	const char *o = sh("%s 2>&1", cmd);
+	if (sh_rc)
+		printf("\n    %s", o);
+	CU_ASSERT_EQUAL_FATAL(sh_rc, 0);
+	sh("otf2-print --silent -Werror %s/m.otf2/traces.otf2 2>&1", d);
+	CU_ASSERT_EQUAL(sh_rc, 0);
+	const char *out = sh("/usr/bin/python3 %s %s/m.otf2/traces.otf2 %s/m.db 2>&1", compare_script(), d, d);
+	printf("\n    merged: %s", out);
+	CU_ASSERT_EQUAL(sh_rc, 0);
+	const char *g = sh("otf2-print -G %s/m.otf2/traces.otf2 | grep -c '^LOCATION_GROUP.*(rank [0-3])'", d);
+	CU_ASSERT_EQUAL(atoi(g), 4);
+	for (unsigned k = 0; k < 4; k++) {
+		char want[96];
+		snprintf(want, sizeof(want), "Offset: +0, StdDev: %" PRId64, synjob_bound(k));
+		const char *c = sh("otf2-print -C %s/m.otf2/traces.otf2 | grep -c '%s$'", d, want);
+		CU_ASSERT(atoi(c) >= 1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	/* Under the emulator only for the HSA example's build directory (hsa_example.h); records start their own. */
@@ -596,6 +633,7 @@ int main(int argc, char **argv)
 		{ "replace", test_replace, need_tools },
 		{ "record", test_record, need_tools },
 		{ "kernels", test_kernels, need_kernels },
+		{ "merge", test_merge, need_tools },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(dir))

@@ -68,7 +68,7 @@ struct mg_node {
 struct merge_opts {
 	const char *dir;        /* -d (".") */
 	const char *name;       /* -o ("merged") */
-	bool sqlite, perfetto;  /* -f */
+	bool sqlite, perfetto, otf2; /* -f */
 	bool allow_unaligned;   /* --allow-unaligned */
 	bool accept_truncated;  /* --accept-truncated */
 	uint32_t chunk;         /* --chunk rows */

@@ -30,8 +30,8 @@ struct mg_stream {
 
 struct mg_out {
 	struct out_set *files;
-	const struct writer_ops *ops[2];
-	struct writer *w[2];
+	const struct writer_ops *ops[3];
+	struct writer *w[3];
 	size_t nw;
 	char *meta_path;  /* DIR/NAME_meta.json */
 	char *base;       /* DIR/NAME */
@@ -278,10 +278,11 @@ int mg_out_open(struct mg_out **out, const struct merge_opts *opt, const struct 
 		.extra_json = extra,
 		.files = o->files,
 	};
-	const struct writer_ops *want[2] = { opt->sqlite ? &writer_sqlite : NULL,
-					     opt->perfetto ? &writer_perfetto : NULL };
+	const struct writer_ops *want[3] = { opt->sqlite ? &writer_sqlite : NULL,
+					     opt->perfetto ? &writer_perfetto : NULL, opt->otf2 ? &writer_otf2 : NULL };
+	static const char *const keys[3] = { "sqlite", "perfetto", "otf2" };
 	json_t *files = json_object();
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		if (!want[k])
 			continue;
 		char p[PATH_MAX + 32];
@@ -294,7 +295,7 @@ int mg_out_open(struct mg_out **out, const struct merge_opts *opt, const struct 
 			return rc;
 		}
 		o->ops[o->nw++] = want[k];
-		json_object_set_new(files, k == 0 ? "sqlite" : "perfetto", json_string(strrchr(p, '/') + 1));
+		json_object_set_new(files, keys[k], json_string(strrchr(p, '/') + 1));
 	}
 	json_object_set_new(files, "meta", json_string(strrchr(o->meta_path, '/') + 1));
 	json_object_set_new(o->meta, "files", files);
@@ -309,8 +310,8 @@ oom:
 /* DIR/NAME + every suffix record or merge gives NAME: an earlier set under NAME goes as a whole (record's rule). */
 static char **old_set(const struct mg_out *o)
 {
-	static const char *const sfx[] = { "_meta.json", ".db", ".pftrace", "_spm.csv", "_smi.csv", "_phases.csv",
-					   "_kernels.csv", ".spmraw" };
+	static const char *const sfx[] = { "_meta.json", ".db", ".pftrace", ".otf2", "_spm.csv", "_smi.csv",
+					   "_phases.csv", "_kernels.csv", ".spmraw" };
 	struct stat sb;
 	if (stat(o->meta_path, &sb))
 		return NULL; /* no earlier NAME_meta.json: nothing under NAME is spmtap's to remove */

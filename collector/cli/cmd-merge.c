@@ -18,7 +18,7 @@
 #include "log.h"
 
 const char cmd_merge_usage[] =
-	"usage: spmtap merge [-d OUTDIR] [-o NAME] [-f sqlite,perfetto] [--chunk ROWS]\n"
+	"usage: spmtap merge [-d OUTDIR] [-o NAME] [-f sqlite,perfetto,otf2] [--chunk ROWS]\n"
 	"                    [--allow-unaligned] [--accept-truncated] [--serial] RECORDING...\n"
 	"\n"
 	"Put the recordings of a job's nodes (spmtap record --job, one per rank) on\n"
@@ -33,7 +33,9 @@ const char cmd_merge_usage[] =
 	"\n"
 	"  -d, --dir OUTDIR      output directory (default .)\n"
 	"  -o, --output NAME     output name (default merged)\n"
-	"  -f, --format LIST     sqlite, perfetto (pftrace) or both (default both)\n"
+	"  -f, --format LIST     sqlite, perfetto (pftrace), otf2 (an OTF2 archive\n"
+	"                        directory OUTDIR/NAME.otf2/), comma-separated\n"
+	"                        (default sqlite,perfetto)\n"
 	"  --chunk ROWS          rows per stream and chunk (default 4096)\n"
 	"  --allow-unaligned     merge recordings without a job object beside job\n"
 	"                        recordings: offset 0, bound unknown (\"unaligned\")\n"
@@ -73,16 +75,18 @@ int cmd_merge(int argc, char **argv)
 		case 'd': o.dir = optarg; break;
 		case 'o': o.name = optarg; break;
 		case 'f': {
-			o.sqlite = o.perfetto = false;
+			o.sqlite = o.perfetto = o.otf2 = false;
 			char *dup = strdup(optarg), *save = NULL;
 			for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 				if (!strcmp(t, "sqlite"))
 					o.sqlite = true;
 				else if (!strcmp(t, "perfetto") || !strcmp(t, "pftrace"))
 					o.perfetto = true;
+				else if (!strcmp(t, "otf2"))
+					o.otf2 = true;
 				else {
 					char m[160];
-					snprintf(m, sizeof(m), "-f %s: merge writes sqlite and perfetto (otf2 to come)", t);
+					snprintf(m, sizeof(m), "-f %s: merge writes sqlite, perfetto and otf2", t);
 					free(dup);
 					return usage_err(m);
 				}

@@ -30,7 +30,7 @@
 #define ERRLEN 1024
 
 static const char usage[] =
-	"usage: mpirun -np P spmtap-merge-mpi [-d OUTDIR] [-o NAME] [-f sqlite,perfetto] [--chunk ROWS]\n"
+	"usage: mpirun -np P spmtap-merge-mpi [-d OUTDIR] [-o NAME] [-f sqlite,perfetto,otf2] [--chunk ROWS]\n"
 	"                                     [--allow-unaligned] [--accept-truncated] RECORDING...\n"
 	"spmtap merge as an MPI job (docs/cli/spmtap-merge.md); the same options and outputs.\n";
 
@@ -54,7 +54,8 @@ static int parse(int argc, char **argv, struct merge_opts *o)
 		case 'f':
 			o->sqlite = strstr(optarg, "sqlite") != NULL;
 			o->perfetto = strstr(optarg, "perfetto") || strstr(optarg, "pftrace");
-			if (!o->sqlite && !o->perfetto)
+			o->otf2 = strstr(optarg, "otf2") != NULL;
+			if (!o->sqlite && !o->perfetto && !o->otf2)
 				return -1;
 			break;
 		case O_CHUNK: {
