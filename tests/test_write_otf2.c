@@ -245,10 +245,13 @@ static void test_clock_offsets(void)
 		"{\"hostname\": \"vm\", \"job\": {\"rank\": 2, \"size\": 4, \"hostname\": \"node2\", "
 		"\"launcher\": \"mpirun\", \"job_id\": \"j1\", \"clock\": {\"clock\": \"CLOCK_BOOTTIME\", "
 		"\"reference_rank\": 0, \"method\": \"mpi-min-rtt-pingpong\", \"rounds\": 20, "
-		"\"realtime\": {\"boottime_ns\": 1000000000000, \"realtime_ns\": 1700000000000000000}, "
 		"\"offsets\": [{\"local_ns\": 999999000000, \"offset_ns\": -3200000000, \"bound_ns\": 1800, "
 		"\"rtt_ns\": 3600}, {\"local_ns\": 1000001000000, \"offset_ns\": -3199998000, \"bound_ns\": 900, "
-		"\"rtt_ns\": 1800}]}}}";
+		"\"rtt_ns\": 1800}]}, "
+		/* as spmtap-job writes them (docs/formats/meta-job.md): the first is the start's */
+		"\"realtime_anchors\": [{\"boottime_ns\": 1000000000000, \"realtime_ns\": 1700000000000000000, "
+		"\"window_ns\": 60}, {\"boottime_ns\": 1000001000000, \"realtime_ns\": 1700000001000000100, "
+		"\"window_ns\": 80}]}}";
 	CU_ASSERT_EQUAL_FATAL(write_fixture(&writer_otf2, a, meta, 0), 0);
 	sh("otf2-print --silent -Werror %s/traces.otf2 2>&1", a);
 	CU_ASSERT_EQUAL(sh_rc, 0);

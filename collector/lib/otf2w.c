@@ -554,7 +554,10 @@ int otf2w_node_meta(struct otf2w_node *n, const char *text, char *err, size_t er
 			rc = otf2w_node_offsets(n, v, m2, err, errlen);
 		free(v);
 	}
-	json_t *rt = json_object_get(clock, "realtime");
+	/* spmtap-job's anchors (docs/formats/meta-job.md): the first, taken at the job's start */
+	json_t *rt = json_array_get(json_object_get(job, "realtime_anchors"), 0);
+	if (!json_is_object(rt))
+		rt = json_object_get(clock, "realtime");
 	if (!json_is_object(rt))
 		rt = json_object_get(m, "realtime_anchor");
 	int64_t b, r;
