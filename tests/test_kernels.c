@@ -48,9 +48,9 @@ static double overlap_with_tool = -1; /* overlapping pairs per dispatch in `many
 
 struct row {
 	unsigned long long queue, index, start, end, grid, start_ns, end_ns;
-	long long pid;
+	long long pid, gpu; /* gpu: the CSV's column (-1 empty); the truth's KFD gpu_id */
 	char name[48];
-	bool used;
+	bool used, mapped;
 };
 
 static int cmp_ticks(const void *a, const void *b)
@@ -84,6 +84,8 @@ static struct row *read_truth(size_t *n)
 		    !jget_u64(line, "start_ts", &r->start) || !jget_u64(line, "end_ts", &r->end) || !g ||
 		    sscanf(g + 8, "%llu", &r->grid) != 1 || !jget_str(line, "name", r->name, sizeof(r->name)))
 			continue;
+		unsigned long long gid = 0;
+		r->gpu = jget_u64(line, "gpu_id", &gid) ? (long long)gid : -1;
 		(*n)++;
 	}
 	if (f)
@@ -103,7 +105,7 @@ static struct row *read_csv(const char *path, size_t *n)
 	char line[1024];
 	if (!fgets(line, sizeof(line), f) ||
 	    strcmp(line, "corr_id,pid,tid,queue_id,packet_index,kernel,grid_x,grid_y,grid_z,wg_x,wg_y,wg_z,start_ns,"
-			 "end_ns,start_ticks,end_ticks,status\n")) {
+			 "end_ns,start_ticks,end_ticks,status,gpu\n")) {
 		fprintf(stderr, "  unexpected header: %s", line);
 		CU_FAIL("kernels CSV header");
 	}
@@ -112,15 +114,34 @@ static struct row *read_csv(const char *path, size_t *n)
 			t = realloc(t, (cap *= 2) * sizeof(*t));
 		struct row *r = &t[*n];
 		memset(r, 0, sizeof(*r));
-		unsigned long long corr, tid, gy, gz, wx, wy, wz;
-		int status = -1;
-		if (sscanf(line, "%llu,%lld,%llu,%llu,%llu,%47[^,],%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%d",
-			   &corr, &r->pid, &tid, &r->queue, &r->index, r->name, &r->grid, &gy, &gz, &wx, &wy, &wz,
-			   &r->start_ns, &r->end_ns, &r->start, &r->end, &status) != 17) {
+		/* Split at commas (the example's names have none); empty fields stay empty. */
+		char *fld[18];
+		int nf = 0;
+		line[strcspn(line, "\n")] = 0;
+		for (char *p = line; nf < 18; p++) {
+			fld[nf++] = p;
+			if (!(p = strchr(p, ',')))
+				break;
+			*p = 0;
+		}
+		if (nf != 18) {
 			fprintf(stderr, "  bad CSV row: %s", line);
 			CU_FAIL("kernels CSV row");
 			continue;
 		}
+		unsigned long long gy = strtoull(fld[7], NULL, 10), gz = strtoull(fld[8], NULL, 10);
+		unsigned long long wx = strtoull(fld[9], NULL, 10), wy = strtoull(fld[10], NULL, 10),
+				   wz = strtoull(fld[11], NULL, 10);
+		r->pid = atoll(fld[1]);
+		r->queue = strtoull(fld[3], NULL, 10), r->index = strtoull(fld[4], NULL, 10);
+		snprintf(r->name, sizeof(r->name), "%s", fld[5]);
+		r->grid = strtoull(fld[6], NULL, 10);
+		/* start_ns/end_ns empty: not mapped (its GPU has no timebase in this recording); kept as 0. */
+		r->start_ns = strtoull(fld[12], NULL, 10), r->end_ns = strtoull(fld[13], NULL, 10);
+		r->mapped = *fld[12] && *fld[13];
+		r->start = strtoull(fld[14], NULL, 10), r->end = strtoull(fld[15], NULL, 10);
+		int status = atoi(fld[16]);
+		r->gpu = *fld[17] ? atoll(fld[17]) : -1;
 		CU_ASSERT_EQUAL(status, 0);
 		CU_ASSERT(gy == 1 && gz == 1 && wx == 64 && wy == 1 && wz == 1);
 		(*n)++;
@@ -289,6 +310,8 @@ static void test_many(void)
 							  ((long long)(x->start - CLOCK_OFFSET) * TICK_NS + boot_minus_raw));
 		CU_ASSERT(ed <= 2 + dt / 10000);
 		CU_ASSERT(ea < 1000000);
+		CU_ASSERT(x->mapped);
+		CU_ASSERT_EQUAL(x->gpu, 0); /* the first GPU agent is GPU 0, the one recorded */
 		worst_dur = ed > worst_dur ? ed : worst_dur;
 		worst_abs = ea > worst_abs ? ea : worst_abs;
 	}
@@ -547,6 +570,72 @@ static void test_user_tool(void)
 	free(out);
 }
 
+/* The metadata's spmtap GPU index of the device with this KFD gpu_id, else -1. */
+static long long meta_gpu_index(const char *dir, long long gpu_id)
+{
+	json_t *m = json_load_file(testenv_path(dir, "run_meta.json"), 0, NULL);
+	json_t *devs = json_object_get(json_object_get(m, "extra"), "devices"), *d;
+	size_t i;
+	long long idx = -1;
+	if (!json_array_size(devs))
+		fprintf(stderr, "  no extra.devices in the metadata\n");
+	json_array_foreach(devs, i, d)
+		if (jint(d, "gpu_id") == gpu_id)
+			idx = jint(d, "gpu");
+	json_decref(m);
+	return idx;
+}
+
+/*
+ * Two emulated GPUs, the app on the second (HSA_DISPATCH_AGENT=1): the tool
+ * names the queue's GPU, so with both recorded every row says GPU 1 (the
+ * truth's gpu_id is that device in the metadata) and is mapped through its
+ * clock (the instants equal the emulated clock's model); with only GPU 0
+ * recorded no row is mapped (its clock is not in the recording) and the
+ * gpu column is empty, where GPU 0's timebase used to map them all.
+ */
+static void test_gpu(void)
+{
+	for (int all = 1; all >= 0; all--) {
+		char dir[PATH_MAX], csv[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), all ? "gpu_all" : "gpu_0"));
+		snprintf(csv, sizeof(csv), "%s", testenv_path(dir, "run_kernels.csv"));
+		struct timespec b, r;
+		clock_gettime(CLOCK_BOOTTIME, &b);
+		clock_gettime(CLOCK_MONOTONIC_RAW, &r);
+		long long boot_minus_raw = ((long long)b.tv_sec - r.tv_sec) * 1000000000ll + (b.tv_nsec - r.tv_nsec);
+		char *out = NULL;
+		const int per = 50;
+		CU_ASSERT_EQUAL_FATAL(record(dir, per, all ? "--device=all" : "--device=0", "HSA_DISPATCH_AGENT=1", &out),
+				      0);
+		size_t nt, nc;
+		struct row *t = read_truth(&nt), *c = read_csv(csv, &nc);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		CU_ASSERT_EQUAL(nt, (size_t)(THREADS * per));
+		CU_ASSERT_EQUAL(nc, (size_t)(THREADS * per));
+		long long gid = nt ? t[0].gpu : -1, want = all ? meta_gpu_index(dir, gid) : -1;
+		for (size_t i = 1; i < nt; i++)
+			CU_ASSERT_EQUAL(t[i].gpu, gid);
+		if (all)
+			CU_ASSERT_EQUAL(want, 1); /* the second GPU agent is spmtap's GPU 1 */
+		size_t bad = 0;
+		for (size_t i = 0; i < nc; i++) {
+			long long ea = llabs((long long)c[i].start_ns -
+					     ((long long)(c[i].start - CLOCK_OFFSET) * TICK_NS + boot_minus_raw));
+			bool b1 = c[i].gpu != want || c[i].mapped != (all == 1) || (all && ea >= 1000000);
+			if (b1 && bad++ < 3)
+				fprintf(stderr, "  row %zu: gpu %lld (want %lld), %s, start_ns %llu off the model by %lld ns\n", i,
+					c[i].gpu, want, c[i].mapped ? "mapped" : "not mapped", c[i].start_ns, ea);
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		fprintf(stderr, "  [--device %s, app on GPU 1 (gpu_id %lld): %zu rows, %zu not as expected]\n",
+			all ? "all" : "0", gid, nc, bad);
+		free(t);
+		free(c);
+		free(out);
+	}
+}
+
 static const struct testenv_case cases[] = {
 	{ "channel", test_channel, NULL },
 	{ "many", test_many, need },
@@ -554,6 +643,7 @@ static const struct testenv_case cases[] = {
 	{ "overflow", test_overflow, need },
 	{ "user_tool", test_user_tool, need },
 	{ "perfetto", test_perfetto, need },
+	{ "gpu", test_gpu, need },
 	{ NULL, NULL, NULL },
 };
 
@@ -561,7 +651,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--list"))
 		return testenv_run_suite("kernels", cases, argc, argv);
-	testenv_under_emu(argc, argv, "mi210", NULL);
+	testenv_under_emu(argc, argv, "mi210,mi210", NULL); /* two GPUs: case gpu */
 	snprintf(truth, sizeof(truth), "%s", testenv_path(testenv_tmpdir(), "dispatch_truth.jsonl"));
 	setenv("SPMTAP_EMU_DISPATCH_TRUTH", truth, 1);
 	return testenv_run_suite("kernels", cases, argc, argv);

@@ -76,4 +76,21 @@ struct series_slice {
 	uint32_t pid;             /* markers: the process id; else 0 */
 };
 
+/*
+ * A kernel dispatch of the recorded application (libspmtap-tool.so,
+ * docs/formats/kernels-csv.md), its GPU ticks mapped to CLOCK_BOOTTIME
+ * through its own GPU's timebase.  Given to writers once, at the end
+ * (writer_ops.dispatches).
+ */
+struct series_dispatch {
+	uint64_t corr_id, queue_id, packet_index;
+	uint64_t start_ticks, end_ticks;
+	int64_t start_ns, end_ns; /* -1 when not mapped (status != 0, or its GPU is not recorded) */
+	uint32_t pid, tid;
+	uint32_t grid[3], wg[3];
+	int32_t status;           /* 0 timed; < 0 the tool could not time it */
+	int32_t gpu;              /* spmtap GPU index (series_stream.gpu) of the recording; -1 unknown */
+	const char *kernel;       /* "" when no frozen executable named it */
+};
+
 #endif

@@ -187,10 +187,22 @@ static struct pend *pend_get(void)
 	return p;
 }
 
+/*
+ * An intercepted queue and its GPU, found once at creation: the records say
+ * which GPU ran them so the collector maps their ticks through that GPU's
+ * clock.  Kept for the process's life (ROCr may call the handler until the
+ * queue is gone, and the tool does not wrap hsa_queue_destroy).
+ */
+struct tqueue {
+	const hsa_queue_t *q;
+	uint16_t node;
+};
+
 /* The application's thread, at doorbell time: forward every packet, dispatches with the tool's signal. */
 static void intercept(const void *pkts, uint64_t count, uint64_t user_index, void *data, tool_packet_writer writer)
 {
-	const hsa_queue_t *q = data;
+	const struct tqueue *tq = data;
+	const hsa_queue_t *q = tq->q;
 	const hsa_kernel_dispatch_packet_t *in = pkts;
 	for (uint64_t i = 0; i < count; i++) {
 		hsa_kernel_dispatch_packet_t k = in[i];
@@ -204,6 +216,7 @@ static void intercept(const void *pkts, uint64_t count, uint64_t user_index, voi
 			r->corr = __atomic_add_fetch(&next_corr, 1, __ATOMIC_RELAXED);
 			r->queue_id = q->id;
 			r->index = user_index + i;
+			r->node = tq->node;
 			r->kernel_object = k.kernel_object;
 			r->pid = (uint32_t)getpid();
 			r->tid = tid_now();
@@ -232,8 +245,20 @@ hsa_status_t tool_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type3
 		return tool_rt.queue_create(agent, size, type, cb, data, priv, group, queue);
 	/* The CP writes start/end into completion signals only with profiling on (real hardware). */
 	tool_rt.profiler_enable(*queue, 1);
-	if (tool_rt.intercept_register(*queue, intercept, *queue) == HSA_STATUS_SUCCESS)
+	struct tqueue *tq = calloc(1, sizeof(*tq));
+	if (!tq)
+		return HSA_STATUS_SUCCESS; /* not intercepted: its dispatches run unseen (the queue count says so) */
+	uint32_t node = KD_NODE_UNKNOWN;
+	tq->q = *queue;
+	if (!tool_rt.agent_get_info ||
+	    tool_rt.agent_get_info(agent, (hsa_agent_info_t)HSA_AMD_AGENT_INFO_DRIVER_NODE_ID, &node) !=
+		    HSA_STATUS_SUCCESS || node >= KD_NODE_UNKNOWN)
+		node = KD_NODE_UNKNOWN;
+	tq->node = (uint16_t)node;
+	if (tool_rt.intercept_register(*queue, intercept, tq) == HSA_STATUS_SUCCESS)
 		__atomic_fetch_add(&chan->queues, 1, __ATOMIC_RELAXED);
+	else
+		free(tq);
 	return HSA_STATUS_SUCCESS;
 }
 

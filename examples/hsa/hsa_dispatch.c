@@ -7,6 +7,7 @@
  * signal.
  *
  * Usage: hsa_dispatch CODE.hsaco [THREADS=4] [DISPATCHES_PER_THREAD=8] [many]
+ * (HSA_DISPATCH_AGENT=N: the N-th GPU agent instead of the first)
  * Thread t submits to queue t % 2 without waiting, kernel (t + i) % 3 of
  * add1 (1024 work-items), scale (4096) and nop (64); main then waits for
  * every completion signal.  Exit status 0 when every dispatch completed.
@@ -65,12 +66,14 @@ static void check(hsa_status_t s, const char *what)
 	exit(1);
 }
 
+/* The GPU agent numbered HSA_DISPATCH_AGENT (0, 1, ... in ROCr's order; default 0). */
 static hsa_status_t find_gpu(hsa_agent_t a, void *d)
 {
-	(void)d;
+	int *seen = d;
+	const char *e = getenv("HSA_DISPATCH_AGENT");
 	hsa_device_type_t t;
 	if (hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &t) == HSA_STATUS_SUCCESS && t == HSA_DEVICE_TYPE_GPU &&
-	    !have_gpu) {
+	    !have_gpu && (*seen)++ == (e ? atoi(e) : 0)) {
 		gpu = a;
 		have_gpu = 1;
 	}
@@ -218,7 +221,8 @@ int main(int argc, char **argv)
 	if (nthreads < 1 || nthreads > 64 || per_thread < 1 || per_thread > (many ? 1000000 : 10000))
 		return 2;
 	check(hsa_init(), "hsa_init");
-	check(hsa_iterate_agents(find_gpu, NULL), "agents");
+	int seen = 0;
+	check(hsa_iterate_agents(find_gpu, &seen), "agents");
 	check(hsa_iterate_agents(find_cpu_pools, NULL), "pools");
 	if (!have_gpu || !have_kernarg || !have_fine) {
 		fprintf(stderr, "hsa_dispatch: no GPU agent or no kernarg/fine-grained pool\n");
