@@ -16,9 +16,15 @@
  *  - perfetto: each dispatch is a slice on its queue's track under the GPU;
  *  - user_tool: an HSA_TOOLS_LIB already set is kept (no kernels recorded);
  *  - overflow: a 2-record channel (SPMTAP_KERNELS_CHANNEL_EVENTS=2): drops
- *    are counted, received + dropped = every dispatch, the app completes.
+ *    are counted, received + dropped = every dispatch, the app completes;
+ *  - gpu: on two emulated GPUs the app dispatches on the second; each row
+ *    says GPU 1 and is mapped through its clock (unmapped when it is not
+ *    recorded);
+ *  - killed: kill -9 leaves NAME_kernels.csv.part and the earlier file.
  */
+#include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,6 +576,96 @@ static void test_user_tool(void)
 	free(out);
 }
 
+static size_t file_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+	buf[n] = 0;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static size_t lines_in(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+	int ch;
+	while (f && (ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * NAME_kernels.csv is one of the recording's set (outset.h): a recorder
+ * killed with SIGKILL while the app dispatches leaves NAME_kernels.csv.part
+ * (header only: the records were in memory) and the earlier run's finished
+ * file byte for byte; the next clean run removes the stale .part, replaces
+ * the file and lists it in the metadata's files.
+ */
+static void test_killed(void)
+{
+	char dir[PATH_MAX], csv[PATH_MAX], part[PATH_MAX + 8];
+	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), "killed"));
+	snprintf(csv, sizeof(csv), "%s", testenv_path(dir, "run_kernels.csv"));
+	snprintf(part, sizeof(part), "%s.part", csv);
+	char *out = NULL;
+	CU_ASSERT_EQUAL_FATAL(record(dir, 20, NULL, NULL, &out), 0);
+	free(out);
+	static char before[1 << 16], after[1 << 16];
+	size_t nb = file_text(csv, before, sizeof(before));
+	CU_ASSERT_EQUAL_FATAL(lines_in(csv), (size_t)(THREADS * 20 + 1));
+
+	/* A long run in its own process group (the recorder and its app), killed once dispatches flow. */
+	char exe[PATH_MAX + 32], hsaco[PATH_MAX + 32], spmtap[PATH_MAX + 32];
+	snprintf(exe, sizeof(exe), "%s/hsa_dispatch", hsa_example_dir());
+	snprintf(hsaco, sizeof(hsaco), "%s/k.hsaco", hsa_example_dir());
+	snprintf(spmtap, sizeof(spmtap), "%s/spmtap", testenv_build_dir());
+	char *argv[] = { spmtap, "record", "--spm", "SQ_WAVES", "-d", dir, "-o", "run", "-f", "csv", "--", exe,
+			 hsaco, "4", "200000", "many", NULL };
+	unlink(truth);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	CU_ASSERT_FATAL(pid > 0);
+	setpgid(pid, pid);
+	/* Until the truth holds user dispatches (up to 120 s on a loaded machine). */
+	size_t nt = 0;
+	for (int k = 0; k < 1200 && nt < 100; k++) {
+		usleep(100 * 1000);
+		free(read_truth(&nt));
+	}
+	CU_ASSERT(nt >= 100);
+	CU_ASSERT_EQUAL(access(part, F_OK), 0); /* in the set from the start */
+	kill(-pid, SIGKILL);
+	int st;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	usleep(200 * 1000); /* the app, in the same group, is gone too */
+	CU_ASSERT_EQUAL(access(part, F_OK), 0);
+	CU_ASSERT_EQUAL(lines_in(part), 1);
+	size_t na = file_text(csv, after, sizeof(after));
+	CU_ASSERT(na == nb && !memcmp(before, after, nb));
+
+	/* The next clean run: the stale .part goes, the file is this run's, listed in files. */
+	CU_ASSERT_EQUAL_FATAL(record(dir, 10, NULL, NULL, &out), 0);
+	free(out);
+	CU_ASSERT_EQUAL(access(part, F_OK), -1);
+	CU_ASSERT_EQUAL(lines_in(csv), (size_t)(THREADS * 10 + 1));
+	json_t *m = json_load_file(testenv_path(dir, "run_meta.json"), 0, NULL);
+	const char *listed = json_string_value(json_object_get(json_object_get(m, "files"), "kernels"));
+	CU_ASSERT(listed && !strcmp(listed, "run_kernels.csv"));
+	json_decref(m);
+}
+
 /* The metadata's spmtap GPU index of the device with this KFD gpu_id, else -1. */
 static long long meta_gpu_index(const char *dir, long long gpu_id)
 {
@@ -644,6 +740,7 @@ static const struct testenv_case cases[] = {
 	{ "user_tool", test_user_tool, need },
 	{ "perfetto", test_perfetto, need },
 	{ "gpu", test_gpu, need },
+	{ "killed", test_killed, need },
 	{ NULL, NULL, NULL },
 };
 
