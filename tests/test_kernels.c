@@ -666,6 +666,161 @@ static void test_killed(void)
 	json_decref(m);
 }
 
+/* sqlite3 DB "SQL" (the real client): its stdout, malloc'd; NULL when it failed. */
+static char *sql(const char *db, const char *q)
+{
+	size_t n = strlen(db) + strlen(q) + 64;
+	char *cmd = malloc(n);
+	snprintf(cmd, n, "env -u LD_PRELOAD sqlite3 '%s' \"%s\"", db, q);
+	char *out = NULL;
+	char *const argv[] = { "/bin/sh", "-c", cmd, NULL };
+	int rc = run(argv, NULL, &out);
+	free(cmd);
+	if (rc) {
+		fprintf(stderr, "  sqlite3 failed (%d): %s\n", rc, q);
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static const char *need_sqlite(void)
+{
+	const char *w = hsa_example_need();
+	return w ? w : testenv_need_sqlite3_cli();
+}
+
+/*
+ * -f sqlite: the kernel_dispatch table holds every dispatch of `many`, each
+ * one truth line (ticks, ring index, name, grid), mapped (start_ns/end_ns,
+ * dur_ns of kernel_dispatch_v to the ns), names and counts equal to the
+ * truth's; kernel_samples_<stream> (SQ_WAVES per kernel) holds exactly the
+ * (dispatch, sample) pairs with start_ns <= host_ns < end_ns counted here
+ * from the two tables, seeks the stream's table per dispatch, and the
+ * 100 us kernels have waves (the emulated counters follow the kernels).
+ */
+static void test_sqlite(void)
+{
+	char dir[PATH_MAX], db[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), "sqlite"));
+	snprintf(db, sizeof(db), "%s", testenv_path(dir, "run.db"));
+	char *out = NULL;
+	CU_ASSERT_EQUAL_FATAL(record(dir, PER_THREAD, "-fsqlite", NULL, &out), 0);
+	free(out);
+	const size_t want = THREADS * PER_THREAD;
+	size_t nt;
+	struct row *t = read_truth(&nt);
+	CU_ASSERT_EQUAL_FATAL(nt, want);
+	qsort(t, nt, sizeof(*t), cmp_ticks);
+
+	/* Every row is one truth line; mapped; on GPU 0; dur_ns is the ticks' length. */
+	char *rows = sql(db, "SELECT start_ticks, end_ticks, packet_index, kernel, grid_x, gpu, start_ns IS NOT NULL, "
+			     "dur_ns FROM kernel_dispatch_v");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rows);
+	size_t n = 0, matched = 0, bad = 0;
+	for (char *line = strtok(rows, "\n"); line; line = strtok(NULL, "\n"), n++) {
+		struct row k = { 0 };
+		long long gpu = -1, mapped = 0, dur = 0;
+		if (sscanf(line, "%llu|%llu|%llu|%47[^|]|%llu|%lld|%lld|%lld", &k.start, &k.end, &k.index, k.name,
+			   &k.grid, &gpu, &mapped, &dur) != 8) {
+			bad++;
+			continue;
+		}
+		struct row *m = bsearch(&k, t, nt, sizeof(*t), cmp_ticks);
+		if (m && !m->used && !strcmp(m->name, k.name) && m->grid == k.grid) {
+			m->used = true;
+			matched++;
+		}
+		long long dt = (long long)(k.end - k.start) * TICK_NS;
+		bad += gpu != 0 || !mapped || llabs(dur - dt) > 2 + dt / 10000;
+	}
+	free(rows);
+	CU_ASSERT_EQUAL(n, want);
+	CU_ASSERT_EQUAL(matched, want);
+	CU_ASSERT_EQUAL(bad, 0);
+
+	/* Names and counts, by the index on kernel. */
+	char *counts = sql(db, "SELECT kernel, count(*) FROM kernel_dispatch GROUP BY kernel ORDER BY kernel");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(counts);
+	char expect[256] = "";
+	const char *sorted[NNAMES] = { "add1", "nop", "saxpy", "scale", "zero" };
+	for (int j = 0; j < NNAMES; j++) {
+		size_t c = 0;
+		for (size_t i = 0; i < nt; i++)
+			c += !strcmp(t[i].name, sorted[j]);
+		snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%s|%zu\n", sorted[j], c);
+	}
+	CU_ASSERT_STRING_EQUAL(counts, expect);
+	free(counts);
+
+	/* The stream's view against the pairs counted here from the two tables. */
+	char *sid = sql(db, "SELECT id FROM stream WHERE source = 'spm' AND gpu = 0 AND xcc = 0");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sid);
+	unsigned id = (unsigned)atoi(sid);
+	free(sid);
+	char q[512];
+	snprintf(q, sizeof(q), "SELECT host_ns FROM samples_%u ORDER BY host_ns", id);
+	char *hs = sql(db, q);
+	char *ds = sql(db, "SELECT start_ns, end_ns FROM kernel_dispatch WHERE gpu = 0 ORDER BY start_ns");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(hs);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ds);
+	size_t ns = 0, cap = 1 << 16;
+	long long *h = malloc(cap * sizeof(*h));
+	for (char *p = strtok(hs, "\n"); p; p = strtok(NULL, "\n")) {
+		if (ns == cap)
+			h = realloc(h, (cap *= 2) * sizeof(*h));
+		h[ns++] = atoll(p);
+	}
+	long long pairs = 0;
+	for (char *p = strtok(ds, "\n"); p; p = strtok(NULL, "\n")) {
+		long long a = 0, b = 0;
+		sscanf(p, "%lld|%lld", &a, &b);
+		size_t lo = 0, hi = ns; /* first sample at or after a */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (h[mid] < a)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < ns && h[i] < b; i++)
+			pairs++;
+	}
+	free(h);
+	free(hs);
+	free(ds);
+	snprintf(q, sizeof(q), "SELECT count(*) FROM kernel_samples_%u", id);
+	char *vc = sql(db, q);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(vc);
+	CU_ASSERT_EQUAL(atoll(vc), pairs);
+	CU_ASSERT(pairs > 0);
+	free(vc);
+	snprintf(q, sizeof(q), "SELECT kernel, count(*), sum(SQ_WAVES) FROM kernel_samples_%u GROUP BY kernel "
+			       "ORDER BY kernel", id);
+	char *per = sql(db, q);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(per);
+	fprintf(stderr, "  [%zu dispatches, %zu matched; samples within dispatches: %lld; per kernel "
+			"(kernel|samples|SQ_WAVES):\n%s]\n", n, matched, pairs, per);
+	for (char *p = strtok(per, "\n"); p; p = strtok(NULL, "\n")) {
+		char name[48];
+		long long c = 0, waves = 0;
+		if (sscanf(p, "%47[^|]|%lld|%lld", name, &c, &waves) == 3 &&
+		    (!strcmp(name, "add1") || !strcmp(name, "saxpy")))
+			CU_ASSERT(c > 0 && waves > 0);
+	}
+	free(per);
+	/* One seek of the stream's table per dispatch, not a scan. */
+	snprintf(q, sizeof(q), "EXPLAIN QUERY PLAN SELECT kernel, sum(SQ_WAVES) FROM kernel_samples_%u GROUP BY kernel",
+		 id);
+	char *plan = sql(db, q);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+	CU_ASSERT_PTR_NOT_NULL(strstr(plan, "USING PRIMARY KEY (host_ns>? AND host_ns<?)"));
+	if (!strstr(plan, "USING PRIMARY KEY (host_ns>? AND host_ns<?)"))
+		fprintf(stderr, "%s\n", plan);
+	free(plan);
+	free(t);
+}
+
 /* The metadata's spmtap GPU index of the device with this KFD gpu_id, else -1. */
 static long long meta_gpu_index(const char *dir, long long gpu_id)
 {
@@ -741,6 +896,7 @@ static const struct testenv_case cases[] = {
 	{ "perfetto", test_perfetto, need },
 	{ "gpu", test_gpu, need },
 	{ "killed", test_killed, need },
+	{ "sqlite", test_sqlite, need_sqlite },
 	{ NULL, NULL, NULL },
 };
 
