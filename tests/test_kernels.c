@@ -22,6 +22,7 @@
  *    recorded);
  *  - killed: kill -9 leaves NAME_kernels.csv.part and the earlier file.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 
 #include "collector/lib/kernel_reader.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
+#include "spmtap.h"
 #include "hsa_example.h"
 #include "jline.h"
 #include "testenv.h"
@@ -821,6 +823,95 @@ static void test_sqlite(void)
 	free(t);
 }
 
+struct api_seen {
+	struct row *t; /* the truth, sorted by ticks */
+	size_t nt, n, matched, bad;
+};
+
+static int api_one(const struct spmtap_kernel_dispatch *d, void *user)
+{
+	struct api_seen *a = user;
+	struct row k = { .start = d->start_ticks, .end = d->end_ticks, .index = d->packet_index };
+	struct row *m = bsearch(&k, a->t, a->nt, sizeof(*a->t), cmp_ticks);
+	a->n++;
+	if (m && !m->used && !strcmp(m->name, d->kernel) && m->grid == d->grid[0]) {
+		m->used = true;
+		a->matched++;
+	}
+	long long dt = (long long)(d->end_ticks - d->start_ticks) * TICK_NS, dns = d->end_ns - d->start_ns;
+	a->bad += d->gpu != 0 || d->status || d->start_ns < 0 || llabs(dns - dt) > 2 + dt / 10000 ||
+		  d->wg[0] != 64 || d->pid == 0 || d->corr_id == 0;
+	return 0;
+}
+
+static int api_stop_early(const struct spmtap_kernel_dispatch *d, void *user)
+{
+	(void)d;
+	return ++*(int *)user >= 3;
+}
+
+/*
+ * The C API (include/spmtap.h): a session with kernels on, the app started
+ * by the test with HSA_TOOLS_LIB and SPMTAP_KERNELS_FD; after the stop
+ * spmtap_session_kernels gives every dispatch, each one truth line (ticks,
+ * index, name, grid), mapped, on GPU 0; NAME_kernels.csv has as many rows.
+ * Before the stop -EAGAIN, without kernels -ENOENT.
+ */
+static void test_api(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), "api"));
+	struct spmtap_devices *devs = NULL;
+	CU_ASSERT_EQUAL_FATAL(spmtap_devices_open(&devs, NULL), 0);
+	const char *counters[] = { "SQ_WAVES" };
+	struct spmtap_session_opts o = SPMTAP_SESSION_OPTS_INIT;
+	o.devices = devs, o.counters = counters, o.ncounters = 1, o.dir = dir, o.name = "run", o.formats = "csv";
+	struct spmtap_session *s = NULL;
+	/* without kernels */
+	CU_ASSERT_EQUAL_FATAL(spmtap_session_open(&s, &o), 0);
+	CU_ASSERT_EQUAL(spmtap_session_kernels_fd(s), -ENOENT);
+	CU_ASSERT_EQUAL(spmtap_session_kernels(s, api_one, NULL), -ENOENT);
+	spmtap_session_close(s);
+
+	o.kernels = 1;
+	CU_ASSERT_EQUAL_FATAL(spmtap_session_open(&s, &o), 0);
+	int fd = spmtap_session_kernels_fd(s);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(spmtap_session_start(s), 0);
+	char exe[PATH_MAX + 32], hsaco[PATH_MAX + 32], tool[PATH_MAX + 64], fdenv[64];
+	snprintf(exe, sizeof(exe), "%s/hsa_dispatch", hsa_example_dir());
+	snprintf(hsaco, sizeof(hsaco), "%s/k.hsaco", hsa_example_dir());
+	snprintf(tool, sizeof(tool), "HSA_TOOLS_LIB=%s/libspmtap-tool.so", testenv_build_dir());
+	snprintf(fdenv, sizeof(fdenv), "SPMTAP_KERNELS_FD=%d", fd);
+	const int per = 250;
+	char *argv[] = { exe, hsaco, "4", "250", "many", NULL };
+	const char *env[] = { tool, fdenv, "SPMTAP_EMU_KERNEL_NS=add1=100000,saxpy=100000", NULL };
+	unlink(truth);
+	char *out = NULL;
+	CU_ASSERT_EQUAL(run(argv, env, &out), 0);
+	free(out);
+	CU_ASSERT_EQUAL(spmtap_session_kernels(s, api_one, NULL), -EAGAIN);
+	CU_ASSERT_EQUAL_FATAL(spmtap_session_stop(s), 0);
+
+	struct api_seen a = { 0 };
+	a.t = read_truth(&a.nt);
+	CU_ASSERT_EQUAL(a.nt, (size_t)(THREADS * per));
+	qsort(a.t, a.nt, sizeof(*a.t), cmp_ticks);
+	CU_ASSERT_EQUAL(spmtap_session_kernels(s, api_one, &a), THREADS * per);
+	CU_ASSERT_EQUAL(a.n, (size_t)(THREADS * per));
+	CU_ASSERT_EQUAL(a.matched, (size_t)(THREADS * per));
+	CU_ASSERT_EQUAL(a.bad, 0);
+	int calls = 0;
+	CU_ASSERT_EQUAL(spmtap_session_kernels(s, api_stop_early, &calls), THREADS * per);
+	CU_ASSERT_EQUAL(calls, 3);
+	spmtap_session_close(s);
+	spmtap_devices_close(devs);
+	CU_ASSERT_EQUAL(lines_in(testenv_path(dir, "run_kernels.csv")), (size_t)(THREADS * per + 1));
+	fprintf(stderr, "  [API: %zu dispatches, %zu matched the truth, %zu not as expected]\n", a.n, a.matched,
+		a.bad);
+	free(a.t);
+}
+
 /* The metadata's spmtap GPU index of the device with this KFD gpu_id, else -1. */
 static long long meta_gpu_index(const char *dir, long long gpu_id)
 {
@@ -897,6 +988,7 @@ static const struct testenv_case cases[] = {
 	{ "gpu", test_gpu, need },
 	{ "killed", test_killed, need },
 	{ "sqlite", test_sqlite, need_sqlite },
+	{ "api", test_api, need },
 	{ NULL, NULL, NULL },
 };
 
