@@ -474,13 +474,33 @@ static void test_channel(void)
 	CU_ASSERT_EQUAL(jint(j, "dropped_channel_full"), 3);
 	CU_ASSERT(jint(j, "bad_names") >= 1);
 	json_decref(j);
+	/*
+	 * The app rewrites the header's ring length and rewinds the shared tail: the reader keeps its
+	 * own (8, and 13 read), so it neither reads past the segment nor reads the records again.
+	 */
+	h->slot[0].head = 13;
+	h->nevents = 1u << 30;
+	h->slot[0].tail = 0;
+	CU_ASSERT_EQUAL(kd_reader_poll(r), 0);
+	kd_reader_records(r, &n);
+	CU_ASSERT_EQUAL(n, 13);
+	h->slot[0].head = 13 + 2;
+	CU_ASSERT_EQUAL(kd_reader_poll(r), 2);
+	kd_reader_records(r, &n);
+	CU_ASSERT_EQUAL(n, 15);
+	/* A head behind what was read: nothing (not a ring of old records). */
+	h->slot[0].head = 3;
+	CU_ASSERT_EQUAL(kd_reader_poll(r), 0);
+	kd_reader_records(r, &n);
+	CU_ASSERT_EQUAL(n, 15);
+	h->nevents = 8;
 	/* An unclaimed slot is not read, whatever its head says. */
 	h->slot[0].head = h->slot[0].tail;
 	h->next_slot = 2;
 	h->slot[1].head = 4;
 	CU_ASSERT_EQUAL(kd_reader_poll(r), 0);
 	kd_reader_records(r, &n);
-	CU_ASSERT_EQUAL(n, 13);
+	CU_ASSERT_EQUAL(n, 15);
 	munmap(h, kd_channel_bytes(8));
 	kd_reader_free(r);
 }
