@@ -176,6 +176,23 @@ static void submit(struct dispatch *d)
 
 static int waited(struct dispatch *d); /* below: 0, or 1 when it never completed */
 
+/* The submitting threads' CPU in submit() (filling the packet, ringing: a tool's intercept runs there). */
+static int64_t submit_cpu_ns;
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void *thread_main(void *arg)
 {
 	int t = (int)(intptr_t)arg;
@@ -188,12 +205,14 @@ static void *thread_main(void *arg)
 	intptr_t failed = 0;
 	for (int i = 0; i < per_thread; i += BATCH) {
 		int n = per_thread - i < BATCH ? per_thread - i : BATCH;
+		int64_t c0 = thread_cpu_ns();
 		for (int b = 0; b < n; b++) {
 			struct dispatch *d = &dispatches[t * BATCH + b];
 			d->kernel = (t + i + b) % nkernels;
 			hsa_signal_store_relaxed(d->done, 1);
 			submit(d);
 		}
+		__atomic_fetch_add(&submit_cpu_ns, thread_cpu_ns() - c0, __ATOMIC_RELAXED);
 		for (int b = 0; b < n; b++)
 			failed += waited(&dispatches[t * BATCH + b]);
 	}
@@ -270,6 +289,7 @@ int main(int argc, char **argv)
 			memcpy((char *)d->kernarg + 8, &f, sizeof(f));
 		}
 	pthread_t th[64];
+	int64_t p0 = process_cpu_ns();
 	for (int t = 0; t < nthreads; t++)
 		if (pthread_create(&th[t], NULL, thread_main, (void *)(intptr_t)t))
 			return 1;
@@ -281,8 +301,16 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < n && !many; i++)
 		failed += waited(&dispatches[i]);
-	if (many)
+	if (many) {
 		n = nthreads * per_thread;
+		/*
+		 * Cost per dispatch (make bench, docs/bench.md): the app threads' CPU in submit(), and the
+		 * whole process's CPU over the dispatching (every thread: the app's, ROCr's async signal
+		 * thread, and under the emulator its CP thread too) from the threads' start to their end.
+		 */
+		fprintf(stderr, "hsa_dispatch: cpu_submit_ns_per_dispatch=%.1f cpu_process_ns_per_dispatch=%.1f "
+				"dispatches=%d\n", (double)submit_cpu_ns / n, (double)(process_cpu_ns() - p0) / n, n);
+	}
 	for (int i = 0; i < (many ? nthreads * BATCH : n); i++) {
 		hsa_signal_destroy(dispatches[i].done);
 		hsa_amd_memory_pool_free(dispatches[i].kernarg);
