@@ -57,8 +57,17 @@ static struct {
 
 static __thread struct kd_slot *my_slot;
 static __thread struct kd_record *my_ring;
-static __thread uint32_t my_tid;
 static __thread int my_refused;
+
+/* getpid() is a system call in glibc (no cache since 2.25): once, and again in a forked child. */
+static uint32_t my_pid;
+static __thread uint32_t my_tid;
+
+static void pid_after_fork(void)
+{
+	my_pid = (uint32_t)getpid();
+	my_tid = 0; /* the forking thread is the child's only one, with a new id */
+}
 
 static uint32_t tid_now(void)
 {
@@ -88,6 +97,8 @@ bool tool_init(void)
 	if (p == MAP_FAILED)
 		return false;
 	chan = p;
+	my_pid = (uint32_t)getpid();
+	pthread_atfork(NULL, NULL, pid_after_fork);
 	return true;
 }
 
@@ -176,7 +187,15 @@ static struct pend *pend_get(void)
 		free_list = p->next;
 	pthread_mutex_unlock(&free_lock);
 	if (p) {
-		tool_rt.signal_store_relaxed(p->sig, 1);
+		/*
+		 * Back to 1 by a plain store into the signal's memory, not
+		 * hsa_signal_store_relaxed: for ROCr's interrupt signals that
+		 * also sets the driver's event (an ioctl on the app's thread, per
+		 * dispatch), and nothing waits on a free tool signal to be woken.
+		 * Its handler has run and is gone (on_done returned false).
+		 */
+		amd_signal_t *a = (amd_signal_t *)(uintptr_t)p->sig.handle;
+		__atomic_store_n(&a->value, 1, __ATOMIC_RELAXED);
 		return p;
 	}
 	p = calloc(1, sizeof(*p));
@@ -218,7 +237,7 @@ static void intercept(const void *pkts, uint64_t count, uint64_t user_index, voi
 			r->index = user_index + i;
 			r->node = tq->node;
 			r->kernel_object = k.kernel_object;
-			r->pid = (uint32_t)getpid();
+			r->pid = my_pid;
 			r->tid = tid_now();
 			r->grid[0] = k.grid_size_x, r->grid[1] = k.grid_size_y, r->grid[2] = k.grid_size_z;
 			r->wg[0] = k.workgroup_size_x, r->wg[1] = k.workgroup_size_y, r->wg[2] = k.workgroup_size_z;
