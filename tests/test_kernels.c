@@ -50,6 +50,7 @@
 static const char *const names[NNAMES] = { "add1", "scale", "nop", "saxpy", "zero" };
 
 static char truth[PATH_MAX];
+static const char *record_more; /* one more option for record(), or NULL */
 static double overlap_with_tool = -1; /* overlapping pairs per dispatch in `many`, for no_kernels */
 
 /* ---- rows ------------------------------------------------------------------------------------ */
@@ -240,6 +241,8 @@ static int record(const char *dir, int per, const char *extra_opt, const char *e
 	argv[a++] = fmt ? (char *)extra_opt + 2 : "csv";
 	if (extra_opt && !fmt)
 		argv[a++] = (char *)extra_opt;
+	if (record_more)
+		argv[a++] = (char *)record_more;
 	argv[a++] = "--", argv[a++] = exe, argv[a++] = hsaco, argv[a++] = th, argv[a++] = pt, argv[a++] = "many";
 	argv[a] = NULL;
 	/*
@@ -510,15 +513,16 @@ static void test_channel(void)
  * "kernels: queue Q (pid P)" track under the GPU's track, at the CSV's
  * start_ns/end_ns, named as in the CSV; the phases file gets none of them.
  */
-static void test_perfetto(void)
+/* Records into DIR (run.pftrace beside the CSV) and checks the queue tracks sit under "GPU<gpu>". */
+static void check_perfetto(const char *sub, const char *env0, unsigned gpu)
 {
 	char dir[PATH_MAX], csv[PATH_MAX], pf[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), "pf"));
+	snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), sub));
 	snprintf(csv, sizeof(csv), "%s", testenv_path(dir, "run_kernels.csv"));
 	snprintf(pf, sizeof(pf), "%s", testenv_path(dir, "run.pftrace"));
 	char *out = NULL;
 	const int per = 100;
-	CU_ASSERT_EQUAL_FATAL(record(dir, per, "-fcsv,pftrace", NULL, &out), 0);
+	CU_ASSERT_EQUAL_FATAL(record(dir, per, "-fcsv,pftrace", env0, &out), 0);
 	free(out);
 	size_t nc;
 	struct row *c = read_csv(csv, &nc);
@@ -535,8 +539,10 @@ static void test_perfetto(void)
 	Perfetto__Protos__Trace *t = perfetto__protos__trace__unpack(NULL, (size_t)len, b);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
 	/* Tracks: the kernel queues' uuids (and that their parent is a "GPU..." track). */
-	uint64_t kq[8] = { 0 }, gpu_uuid[8] = { 0 }, parent[8] = { 0 };
+	uint64_t kq[8] = { 0 }, gpu_uuid = 0, parent[8] = { 0 };
 	size_t nkq = 0, ngpu = 0;
+	char gname[16];
+	snprintf(gname, sizeof(gname), "GPU%u ", gpu);
 	for (size_t i = 0; i < t->n_packet; i++) {
 		const Perfetto__Protos__TrackDescriptor *d = t->packet[i]->track_descriptor;
 		if (!d || !d->name)
@@ -544,13 +550,14 @@ static void test_perfetto(void)
 		if (!strncmp(d->name, "kernels: queue ", 15) && nkq < 8) {
 			parent[nkq] = d->has_parent_uuid ? d->parent_uuid : 0;
 			kq[nkq++] = d->uuid;
-		} else if (!strncmp(d->name, "GPU", 3) && !strstr(d->name, "XCC") && ngpu < 8) {
-			gpu_uuid[ngpu++] = d->uuid;
+		} else if (!strncmp(d->name, gname, strlen(gname)) && !strstr(d->name, "XCC")) {
+			gpu_uuid = d->uuid;
+			ngpu++;
 		}
 	}
 	CU_ASSERT_EQUAL(nkq, 2); /* one per queue */
 	for (size_t k = 0; k < nkq; k++)
-		CU_ASSERT(ngpu >= 1 && parent[k] == gpu_uuid[0]);
+		CU_ASSERT(ngpu == 1 && parent[k] == gpu_uuid);
 	/* Slices on those tracks: as many as rows, each begin at a row's start_ns with its name. */
 	for (struct row *x = c; x < c + nc; x++)
 		x->used = false;
@@ -575,11 +582,17 @@ static void test_perfetto(void)
 	}
 	CU_ASSERT_EQUAL(nsl, nc);
 	CU_ASSERT_EQUAL(matched, nc);
-	fprintf(stderr, "  [%zu dispatches, %zu slices on %zu queue tracks under the GPU]\n", nc, nsl, nkq);
+	fprintf(stderr, "  [%zu dispatches, %zu slices on %zu queue tracks under GPU %u]\n", nc, nsl, nkq, gpu);
 	perfetto__protos__trace__free_unpacked(t, NULL);
 	free(b);
 	free(c);
 }
+
+static void test_perfetto(void)
+{
+	check_perfetto("pf", NULL, 0);
+}
+
 
 /* A user's HSA_TOOLS_LIB is kept, not replaced: no channel, no CSV, the app runs (ROCr says its tool is missing). */
 static void test_user_tool(void)
@@ -958,6 +971,10 @@ static long long meta_gpu_index(const char *dir, long long gpu_id)
  */
 static void test_gpu(void)
 {
+	/* Perfetto: GPU 1's dispatches on queue tracks under GPU 1's track. */
+	record_more = "--device=all";
+	check_perfetto("gpu_pf", "HSA_DISPATCH_AGENT=1", 1);
+	record_more = NULL;
 	for (int all = 1; all >= 0; all--) {
 		char dir[PATH_MAX], csv[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s", testenv_path(testenv_tmpdir(), all ? "gpu_all" : "gpu_0"));

@@ -74,6 +74,7 @@ struct series_slice {
 				   * track = its queue id); NULL: "phase" */
 	uint32_t depth;           /* nesting depth within its track, 0 = outermost */
 	uint32_t pid;             /* markers: the process id; else 0 */
+	uint32_t gpu;             /* "kernel": the GPU it ran on (series_stream.gpu); else 0 */
 };
 
 /*

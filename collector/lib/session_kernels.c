@@ -215,7 +215,8 @@ int ses_kernels_finish(struct session *S, char *err, size_t errlen)
 			continue;
 		/* A slice on its queue's track in the Perfetto output (the CSV/SQLite writers skip it). */
 		struct series_slice sl = { .start_ns = d->start_ns, .end_ns = d->end_ns, .name = d->kernel,
-					   .track = (uint32_t)d->queue_id, .category = "kernel", .pid = d->pid };
+					   .track = (uint32_t)d->queue_id, .category = "kernel", .pid = d->pid,
+					   .gpu = (uint32_t)d->gpu };
 		if (session_add_phase(S, &sl) < 0)
 			nslice_fail++;
 	}

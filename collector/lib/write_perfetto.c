@@ -765,8 +765,11 @@ static int slice_track(struct writer *w, const struct series_slice *s, uint64_t 
 	char name[96];
 	uint64_t parent = 0;
 	if (!strcmp(cat, "kernel")) {
-		/* A queue of the app's kernel dispatches: under the first GPU, when its track is declared. */
+		/* A queue of the app's kernel dispatches: under its GPU's track (else the first GPU's), when declared. */
 		snprintf(name, sizeof(name), "kernels: queue %u (pid %u)", s->track, s->pid);
+		for (size_t i = 0; i < w->ngroups && !parent; i++)
+			if (w->groups[i].xcc < 0 && w->groups[i].gpu == s->gpu)
+				parent = w->groups[i].uuid;
 		for (size_t i = 0; i < w->ngroups && !parent; i++)
 			if (w->groups[i].xcc < 0)
 				parent = w->groups[i].uuid;
