@@ -20,7 +20,11 @@
  *  - gpu: on two emulated GPUs the app dispatches on the second; each row
  *    says GPU 1 and is mapped through its clock (unmapped when it is not
  *    recorded);
- *  - killed: kill -9 leaves NAME_kernels.csv.part and the earlier file.
+ *  - killed: kill -9 leaves NAME_kernels.csv.part and the earlier file;
+ *  - sqlite: -f sqlite's kernel_dispatch table against the truth (sqlite3
+ *    CLI), and a stream's kernel_samples view;
+ *  - api: spmtap_session_kernels() of a library session against the truth.
+ * The suite runs on two emulated MI210s (case gpu); the others use GPU 0.
  */
 #include <errno.h>
 #include <fcntl.h>
