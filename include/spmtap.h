@@ -130,6 +130,8 @@ struct spmtap_session_opts {
 	const char *formats;                  /* "csv,perfetto,sqlite"; NULL/"": no files */
 	spmtap_chunk_fn on_chunk;             /* NULL: none */
 	void *user;
+	/* Added after the first version (sz tells: an older caller has them 0): */
+	int kernels;                          /* nonzero: receive an application's kernel dispatches (below) */
 };
 #define SPMTAP_SESSION_OPTS_INIT { .sz = sizeof(struct spmtap_session_opts) }
 
@@ -144,6 +146,42 @@ SPMTAP_API int spmtap_session_stop(struct spmtap_session *s);
 SPMTAP_API void spmtap_session_close(struct spmtap_session *s);
 /* The last error of s (NULL: of this thread's last failed open), "" if none. */
 SPMTAP_API const char *spmtap_session_errmsg(const struct spmtap_session *s);
+
+/* ---- kernel dispatches -----------------------------------------------------
+ * With opts.kernels the session opens the channel that libspmtap-tool.so
+ * (installed as <libdir>/spmtap/libspmtap-tool.so) writes into from inside
+ * an HSA/HIP application (docs/architecture.md "Kernels").  Start the
+ * application after spmtap_session_open with, in its environment,
+ *   HSA_TOOLS_LIB=<path of libspmtap-tool.so>
+ *   SPMTAP_KERNELS_FD=<spmtap_session_kernels_fd(s)>
+ * (the descriptor is inherited: it is not close-on-exec).  After
+ * spmtap_session_stop every dispatch the tool delivered is there, its GPU
+ * ticks mapped to CLOCK_BOOTTIME through its own GPU's timebase (the one
+ * the SPM samples of that GPU use); with files, NAME_kernels.csv and the
+ * SQLite table kernel_dispatch hold the same records
+ * (docs/formats/kernels-csv.md).
+ */
+struct spmtap_kernel_dispatch {
+	uint64_t corr_id;                 /* the tool's id: 1, 2, ... per process, in submission order */
+	uint32_t pid, tid;                /* the process, and the thread that submitted */
+	uint64_t queue_id, packet_index;  /* hsa_queue_t.id, the packet's index in it */
+	const char *kernel;               /* symbol name without ".kd"; "" unknown */
+	uint32_t grid[3], wg[3];          /* work-items; work-items per workgroup */
+	int64_t start_ns, end_ns;         /* CLOCK_BOOTTIME ns; -1 when not mapped */
+	uint64_t start_ticks, end_ticks;  /* the GPU clock ticks the packet processor wrote */
+	int32_t status;                   /* 0 timed; < 0 the tool could not time it */
+	int32_t gpu;                      /* index into opts.devices of its GPU; -1 unknown or not recorded */
+};
+/* One dispatch; valid only during the call.  Nonzero stops the walk. */
+typedef int (*spmtap_kernel_fn)(const struct spmtap_kernel_dispatch *d, void *user);
+/* The descriptor for SPMTAP_KERNELS_FD; -ENOENT without opts.kernels. */
+SPMTAP_API int spmtap_session_kernels_fd(const struct spmtap_session *s);
+/*
+ * After spmtap_session_stop: fn for each dispatch, in the order received.
+ * The number of dispatches (all of them, whether fn stopped early), or
+ * -ENOENT without opts.kernels, -EAGAIN before the stop.
+ */
+SPMTAP_API int spmtap_session_kernels(const struct spmtap_session *s, spmtap_kernel_fn fn, void *user);
 
 #ifdef __cplusplus
 }

@@ -854,6 +854,62 @@ static void test_bench(void)
 			       "AND host_ns >= 1000100000000 AND host_ns < 1000101000000");
 }
 
+/*
+ * Kernel dispatches (writer_ops.dispatches): the kernel_dispatch table with
+ * NULL times/GPU for an unmapped one, kernel_dispatch_v's dur_ns, and a
+ * stream's kernel_samples view: counters under their names (v<col> for a
+ * repeat in another case, a dispatch column's name; a quote kept), the
+ * samples with start_ns <= host_ns < end_ns of dispatches on the stream's
+ * GPU only, a concurrent dispatch getting its own rows.
+ */
+static void test_kernels(void)
+{
+	static const struct series_column cols[] = {
+		{ "SQ_WAVES", "count", SERIES_U64 }, { "sq_waves", "count", SERIES_U64 },
+		{ "gpu", "count", SERIES_U64 }, { "TCC\"HIT[0]", "count", SERIES_U64 },
+	};
+	static const struct series_stream st = { .id = 3, .source = "spm", .gpu = 1, .gpu_id = 0x22, .xcc = 0,
+						 .ncols = 4, .cols = cols };
+	char err[512];
+	struct writer *w = NULL;
+	const char *db = path("kernels.db");
+	CU_ASSERT_EQUAL_FATAL(writer_sqlite.open(&w, db, &meta, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(writer_sqlite.begin(w, &st, err, sizeof(err)), 0);
+	int64_t host[100];
+	uint64_t v[4][100];
+	for (int i = 0; i < 100; i++) {
+		host[i] = T0 + i * 1000;
+		for (int c = 0; c < 4; c++)
+			v[c][i] = (uint64_t)i * (uint64_t)(c + 1);
+	}
+	const void *vals[4] = { v[0], v[1], v[2], v[3] };
+	struct series_chunk c = { &st, 100, host, NULL, vals, NULL };
+	CU_ASSERT_EQUAL_FATAL(writer_sqlite.write(w, &c, err, sizeof(err)), 0);
+	struct series_dispatch d[4] = {
+		{ .corr_id = 1, .start_ns = T0 + 10000, .end_ns = T0 + 20000, .gpu = 1, .kernel = "a", .pid = 5,
+		  .start_ticks = 100, .end_ticks = 1100, .grid = { 64, 1, 1 }, .wg = { 64, 1, 1 } },
+		{ .corr_id = 2, .start_ns = T0 + 15500, .end_ns = T0 + 16500, .gpu = 1, .kernel = "b" },
+		{ .corr_id = 3, .start_ns = T0 + 10000, .end_ns = T0 + 20000, .gpu = 0, .kernel = "other_gpu" },
+		{ .corr_id = 4, .start_ns = -1, .end_ns = -1, .gpu = -1, .kernel = "", .status = -5,
+		  .start_ticks = UINT64_MAX },
+	};
+	CU_ASSERT_EQUAL_FATAL(writer_sqlite.dispatches(w, d, 4, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(writer_sqlite.end(w, err, sizeof(err)), 0);
+	CHECK_SQL(db, "SELECT group_concat(name, ',') FROM pragma_table_info('kernel_samples_3')",
+		  "corr_id,kernel,gpu,queue_id,pid,tid,status,start_ns,end_ns,host_ns,idx,ticks,SQ_WAVES,v1,v2,"
+		  "TCC\"HIT[0]");
+	CHECK_SQL(db, "SELECT kernel, count(*), sum(SQ_WAVES), sum(v2), sum(\"TCC\"\"HIT[0]\") FROM kernel_samples_3 "
+		      "GROUP BY kernel ORDER BY kernel",
+		  "a|10|145|435|580\nb|1|16|48|64");
+	CHECK_SQL(db, "SELECT corr_id, dur_ns, gpu, grid_x, wg_x, start_ticks, end_ticks, pid FROM kernel_dispatch_v "
+		      "WHERE corr_id = 1", "1|10000|1|64|64|100|1100|5");
+	CHECK_SQL(db, "SELECT corr_id, start_ns IS NULL, end_ns IS NULL, gpu IS NULL, status, kernel, start_ticks "
+		      "FROM kernel_dispatch WHERE corr_id = 4", "4|1|1|1|-5||-1");
+	CHECK_SQL(db, "SELECT count(*) FROM kernel_dispatch", "4");
+	CHECK_SQL(db, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'kernel_dispatch' "
+		      "ORDER BY name", "kernel_dispatch_by_kernel\nkernel_dispatch_by_time");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -865,6 +921,7 @@ int main(int argc, char **argv)
 		{ "full_disk", test_full_disk, need_cli },
 		{ "live_reader", test_live_reader, NULL },
 		{ "errors", test_errors, NULL },
+		{ "kernels", test_kernels, need_cli },
 		{ "bench", test_bench, need_bench },
 		{ NULL, NULL, NULL },
 	};

@@ -252,6 +252,8 @@ struct spmtap_session {
 	uint32_t gpus[SESSION_MAX_GPUS];
 	const struct writer_ops *fmts[SESSION_MAX_WRITERS];
 	char err[API_ERRLEN];
+	bool kernels, stopped;
+	char *kernels_csv;
 };
 
 static int api_on_chunk(const struct series_chunk *c, void *user)
@@ -352,6 +354,7 @@ static void api_free(struct spmtap_session *A)
 		return;
 	session_close(A->S);
 	free(A->counters);
+	free(A->kernels_csv);
 	free(A);
 }
 
@@ -385,6 +388,16 @@ int spmtap_session_open(struct spmtap_session **out, const struct spmtap_session
 		rc = session_parse_formats(o->formats, A->fmts, &nfmt, A->err, sizeof(A->err));
 	if (!rc && o->dir && *o->dir)
 		rc = session_make_dir(o->dir, A->err, sizeof(A->err));
+	/* sz covers `kernels` (added after 0.1): dispatches, and NAME_kernels.csv with files as `record` does. */
+	A->kernels = o->sz >= offsetof(struct spmtap_session_opts, kernels) + sizeof(int) && o->kernels;
+	if (!rc && A->kernels && nfmt) {
+		const char *dir = o->dir && *o->dir ? o->dir : ".", *name = o->name && *o->name ? o->name : "spmtap";
+		size_t n = strlen(dir) + strlen(name) + 16;
+		if (!(A->kernels_csv = malloc(n)))
+			rc = -ENOMEM;
+		else
+			snprintf(A->kernels_csv, n, "%s/%s_kernels.csv", dir, name);
+	}
 	if (!rc) {
 		struct session_opts so = {
 			.devs = o->devices->devs, .ndev = o->devices->n, .gpus = A->gpus, .ngpus = ng,
@@ -392,7 +405,7 @@ int spmtap_session_open(struct spmtap_session **out, const struct spmtap_session
 			.interval = o->interval, .smi_metrics = smi, .smi_interval_ns = o->smi_interval_ns,
 			.dir = o->dir, .name = o->name, .formats = A->fmts, .nformats = nfmt,
 			.command_line = "libspmtap", .on_chunk = o->on_chunk ? api_on_chunk : NULL,
-			.user = A,
+			.user = A, .kernels = A->kernels, .kernels_csv = A->kernels_csv,
 		};
 		rc = session_open(&A->S, &so, A->err, sizeof(A->err));
 	}
@@ -418,7 +431,42 @@ int spmtap_session_stop(struct spmtap_session *A)
 	if (!A)
 		return fail(-EINVAL, NULL, 0, NULL);
 	int rc = session_stop(A->S, A->err, sizeof(A->err));
+	A->stopped = true;
 	return rc < 0 ? fail(rc, NULL, 0, NULL) : 0;
+}
+
+int spmtap_session_kernels_fd(const struct spmtap_session *A)
+{
+	if (!A)
+		return fail(-EINVAL, NULL, 0, NULL);
+	int fd = session_kernels_fd(A->S);
+	return fd < 0 ? fail(-ENOENT, NULL, 0, NULL) : fd;
+}
+
+int spmtap_session_kernels(const struct spmtap_session *A, spmtap_kernel_fn fn, void *user)
+{
+	if (!A)
+		return fail(-EINVAL, NULL, 0, NULL);
+	if (!A->kernels)
+		return fail(-ENOENT, NULL, 0, NULL);
+	if (!A->stopped)
+		return fail(-EAGAIN, NULL, 0, NULL);
+	size_t n;
+	const struct series_dispatch *d = session_kernels(A->S, &n);
+	for (size_t i = 0; fn && i < n; i++) {
+		/* spmtap's GPU index is the device's position in opts.devices (spmtap_devices_open's order) */
+		struct spmtap_kernel_dispatch k = {
+			.corr_id = d[i].corr_id, .pid = d[i].pid, .tid = d[i].tid, .queue_id = d[i].queue_id,
+			.packet_index = d[i].packet_index, .kernel = d[i].kernel ? d[i].kernel : "",
+			.start_ns = d[i].start_ns, .end_ns = d[i].end_ns, .start_ticks = d[i].start_ticks,
+			.end_ticks = d[i].end_ticks, .status = d[i].status, .gpu = d[i].gpu,
+		};
+		memcpy(k.grid, d[i].grid, sizeof(k.grid));
+		memcpy(k.wg, d[i].wg, sizeof(k.wg));
+		if (fn(&k, user))
+			break;
+	}
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 void spmtap_session_close(struct spmtap_session *A)

@@ -10,9 +10,18 @@
 #include "collector/lib/kernel_reader.h"
 #include "log.h"
 
+/*
+ * The application can write any byte of the shared segment (a bug, or on
+ * purpose): the reader trusts none of it for its own bounds.  The ring
+ * length is its own copy, the slot count a constant, each slot's read
+ * position its own (written out for the writer, never read back), and a
+ * head is cut to one ring ahead of it.
+ */
 struct kd_reader {
 	int fd;
 	size_t bytes;
+	uint32_t nev;            /* the ring length it made the segment with */
+	uint64_t tail[KD_SLOTS]; /* records consumed per slot: the reader's own count */
 	struct kd_header *h;
 	struct kd_record *rec; /* every record received, in arrival order */
 	size_t n, cap;
@@ -54,6 +63,7 @@ int kd_reader_create(struct kd_reader **out, int *fd, char *err, size_t errlen)
 		return spmtap_seterr(err, errlen, e, "cannot map the kernel dispatch channel: %s", strerror(e));
 	}
 	r->h = p;
+	r->nev = nev;
 	r->h->version = KD_VERSION;
 	r->h->nslots = KD_SLOTS;
 	r->h->nevents = nev;
@@ -66,20 +76,22 @@ int kd_reader_create(struct kd_reader **out, int *fd, char *err, size_t errlen)
 
 int kd_reader_poll(struct kd_reader *r)
 {
-	uint32_t n = __atomic_load_n(&r->h->next_slot, __ATOMIC_RELAXED), most = 0, nev = r->h->nevents;
+	uint32_t n = __atomic_load_n(&r->h->next_slot, __ATOMIC_RELAXED), most = 0, nev = r->nev;
 	if (n > KD_SLOTS)
 		n = KD_SLOTS;
 	for (uint32_t i = 0; i < n; i++) {
 		struct kd_slot *s = &r->h->slot[i];
 		if (!__atomic_load_n(&s->claimed, __ATOMIC_ACQUIRE))
 			continue; /* its owner is still filling pid/tid */
-		uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE), tail = s->tail;
-		/* A head the writer cannot have reached is not trusted: nothing read past the ring. */
+		uint64_t head = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE), tail = r->tail[i];
+		/* A head the writer cannot have reached is not trusted: nothing read past the ring, nothing behind. */
+		if ((int64_t)(head - tail) < 0)
+			continue;
 		if (head - tail > nev)
 			head = tail + nev;
 		if (head - tail > most)
 			most = (uint32_t)(head - tail);
-		const struct kd_record *ring = kd_ring(r->h, i);
+		const struct kd_record *ring = (const struct kd_record *)(r->h + 1) + (size_t)i * nev;
 		for (; tail < head; tail++) {
 			if (r->n == r->cap) {
 				size_t c = r->cap ? 2 * r->cap : 4096;
@@ -93,6 +105,7 @@ int kd_reader_poll(struct kd_reader *r)
 			if (memchr(d->name, 0, KD_NAME) == NULL)
 				r->bad++;
 			d->name[KD_NAME - 1] = 0;
+			r->tail[i] = tail + 1;
 			__atomic_store_n(&s->tail, tail + 1, __ATOMIC_RELEASE);
 		}
 	}
@@ -122,7 +135,7 @@ json_t *kd_reader_json(const struct kd_reader *r)
 			 (json_int_t)__atomic_load_n(&r->h->untimed, __ATOMIC_RELAXED), "unnamed",
 			 (json_int_t)__atomic_load_n(&r->h->unnamed, __ATOMIC_RELAXED), "queues",
 			 (json_int_t)__atomic_load_n(&r->h->queues, __ATOMIC_RELAXED), "writer_threads",
-			 (int)(th < KD_SLOTS ? th : KD_SLOTS), "channel_events", (int)r->h->nevents, "bad_names",
+			 (int)(th < KD_SLOTS ? th : KD_SLOTS), "channel_events", (int)r->nev, "bad_names",
 			 (json_int_t)r->bad);
 }
 

@@ -23,11 +23,12 @@
 #include <stdint.h>
 
 #define KD_MAGIC 0x314E524B54504Dull /* "MPTKRN1" */
-#define KD_VERSION 1u
+#define KD_VERSION 2u /* 2: the record says its GPU (node) */
 #define KD_SLOTS 16u
 #define KD_EVENTS_DEFAULT 4096u
 #define KD_EVENTS_MAX 65536u
 #define KD_NAME 48u /* bytes of a kernel name kept, NUL included */
+#define KD_NODE_UNKNOWN 0xffffu
 #define KD_ENV_FD "SPMTAP_KERNELS_FD"
 #define KD_ENV_EVENTS "SPMTAP_KERNELS_CHANNEL_EVENTS"
 
@@ -42,7 +43,7 @@ struct kd_record {
 	uint32_t pid, tid;      /* the application thread that submitted (rang the doorbell) */
 	uint32_t grid[3];       /* work-items */
 	uint16_t wg[3];         /* work-items per workgroup */
-	uint16_t pad;
+	uint16_t node;          /* the queue's agent: KFD topology node (ROCr's DRIVER_NODE_ID); KD_NODE_UNKNOWN */
 	int32_t status;         /* 0 completed; < 0 the tool could not time it (see kernels-csv.md) */
 	char name[KD_NAME];     /* symbol name without ".kd", cut to KD_NAME - 1 bytes; "" unknown */
 };

@@ -77,6 +77,7 @@ struct series_slice {
 	uint32_t depth;           /* nesting depth within its track, 0 = outermost */
 	uint32_t pid;             /* markers: the process id; else 0 */
 	uint32_t node;            /* merged job recordings: its node (writer.h node()); else 0 */
+	uint32_t gpu;             /* "kernel": the GPU it ran on (series_stream.gpu); else 0 */
 };
 
 /*
@@ -91,6 +92,23 @@ struct series_node {
 	const char *recording;     /* the recording merged, as given */
 	const char *clock_method;  /* "mpi-min-rtt-pingpong", or "none (unaligned)" */
 	int64_t max_bound_ns;      /* the largest bound of its clock offsets; -1: unknown */
+};
+
+/*
+ * A kernel dispatch of the recorded application (libspmtap-tool.so,
+ * docs/formats/kernels-csv.md), its GPU ticks mapped to CLOCK_BOOTTIME
+ * through its own GPU's timebase.  Given to writers once, at the end
+ * (writer_ops.dispatches).
+ */
+struct series_dispatch {
+	uint64_t corr_id, queue_id, packet_index;
+	uint64_t start_ticks, end_ticks;
+	int64_t start_ns, end_ns; /* -1 when not mapped (status != 0, or its GPU is not recorded) */
+	uint32_t pid, tid;
+	uint32_t grid[3], wg[3];
+	int32_t status;           /* 0 timed; < 0 the tool could not time it */
+	int32_t gpu;              /* spmtap GPU index (series_stream.gpu) of the recording; -1 unknown */
+	const char *kernel;       /* "" when no frozen executable named it */
 };
 
 #endif

@@ -386,6 +386,13 @@ int session_stop(struct session *S, char *err, size_t errlen)
 		pthread_join(S->writer_thr, NULL);
 		S->writer_running = false;
 	}
+	/* The writers are this thread's now: the dispatches, mapped above, into those that keep them. */
+	if (!S->error) {
+		char ke[SES_ERRLEN] = "";
+		int krc = ses_kernels_to_writers(S, ke, sizeof(ke));
+		if (krc < 0)
+			ses_set_error(S, krc, ke);
+	}
 	json_t *tb = ses_timebase_json(S), *acc = ses_accounting_json(S);
 	char *tbs = json_dumps(tb, JSON_COMPACT), *accs = json_dumps(acc, JSON_COMPACT);
 	json_decref(tb);
@@ -505,6 +512,7 @@ void session_close(struct session *S)
 	}
 	kd_reader_free(S->kd);
 	ses_cray_free(S);
+	free(S->kdisp);
 	for (size_t k = 0; k < S->nw; k++)
 		free(S->paths[k]);
 	free(S->outs);

@@ -202,6 +202,8 @@ int session_markers_fd(const struct session *s);
 /* The kernel dispatch channel's descriptor for the application (o.kernels), else -1. */
 int session_kernels_fd(const struct session *s);
 /* Dispatches received and dropped (channel full, no slot, untimed); -ENOENT without the channel. */
+/* The dispatches mapped at the stop (series.h), valid until session_free; NULL/0 before or without kernels. */
+const struct series_dispatch *session_kernels(const struct session *s, size_t *n);
 int session_kernels_counts(const struct session *s, uint64_t *received, uint64_t *dropped);
 struct mk_stats;
 /* What the marker channel saw; -ENOENT without it.  Complete after session_stop. */

@@ -37,7 +37,7 @@ static const struct {
 	const char *suffix, *key;
 } kinds[] = {
 	{ "_spm.csv", "spm" }, { "_smi.csv", "smi" },       { "_phases.csv", "phases" },
-	{ "_meta.json", "meta" }, { ".db", "sqlite" }, { ".pftrace", "perfetto" },
+	{ "_meta.json", "meta" }, { ".db", "sqlite" }, { ".pftrace", "perfetto" }, { "_kernels.csv", "kernels" },
 	{ ".otf2", "otf2" },
 };
 

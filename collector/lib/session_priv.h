@@ -124,6 +124,8 @@ struct session {
 	pthread_t kd_thr;
 	bool kd_running;
 	atomic_bool kd_stop;
+	struct series_dispatch *kdisp; /* mapped at the stop (ses_kernels_finish) */
+	size_t nkdisp;
 	int64_t t0_mono;
 	/*
 	 * The recording's window, CLOCK_BOOTTIME ns: from when the outputs open
@@ -197,6 +199,7 @@ void *ses_marker_main(void *arg);
 int ses_kernels_open(struct session *S, char *err, size_t errlen);
 void *ses_kernels_main(void *arg);
 int ses_kernels_finish(struct session *S, char *err, size_t errlen);
+int ses_kernels_to_writers(struct session *S, char *err, size_t errlen);
 json_t *ses_kernels_json(const struct session *S);
 struct mk_region;
 int ses_marker_emit(const struct mk_region *r, void *user);

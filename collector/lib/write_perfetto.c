@@ -781,14 +781,18 @@ static int slice_track(struct writer *w, const struct series_slice *s, uint64_t 
 	char name[96];
 	uint64_t parent = node_uuid(w, s->node);
 	if (!strcmp(cat, "kernel")) {
-		/* A queue of the app's kernel dispatches: under the first GPU, when its track is declared. */
+		/* A queue of the app's kernel dispatches: under its GPU's track (else the first GPU's), when declared. */
 		snprintf(name, sizeof(name), "kernels: queue %u (pid %u)", s->track, s->pid);
-		uint64_t gpu = 0;
-		for (size_t i = 0; i < w->ngroups && !gpu; i++)
+		/* its own GPU of its own node; else its node's first GPU; else the node (or the trace) */
+		uint64_t g = 0;
+		for (size_t i = 0; i < w->ngroups && !g; i++)
+			if (w->groups[i].xcc < 0 && w->groups[i].node == s->node && w->groups[i].gpu == s->gpu)
+				g = w->groups[i].uuid;
+		for (size_t i = 0; i < w->ngroups && !g; i++)
 			if (w->groups[i].xcc < 0 && w->groups[i].node == s->node)
-				gpu = w->groups[i].uuid;
-		if (gpu)
-			parent = gpu;
+				g = w->groups[i].uuid;
+		if (g)
+			parent = g;
 	} else if (!strcmp(cat, "marker"))
 		snprintf(name, sizeof(name), "markers: pid %u thread %u", s->pid, s->track);
 	else if (!strcmp(cat, "emulator"))

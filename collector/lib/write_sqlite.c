@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "collector/lib/outset.h"
+#include "collector/lib/sqlite_kernels.h"
 #include "collector/lib/writer.h"
 #include "log.h"
 
@@ -761,6 +762,8 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	if (!rc) {
 		w->in_tx = true;
 		rc = exec(w, schema_sql, "creating the schema", err, errlen);
+		if (!rc)
+			rc = exec(w, sqlk_schema_sql, "creating the kernel dispatch table", err, errlen);
 	}
 	if (!rc)
 		rc = make_views(w, err, errlen);
@@ -813,7 +816,8 @@ static int sync_views(struct writer *w, char *err, size_t errlen)
  * range is one seek), there from the first row, also in a file cut short;
  * idx keeps two samples with the same host_ns apart.
  */
-static int make_stream_table(struct writer *w, struct sqlw_stream *ss, char *err, size_t errlen)
+static int make_stream_table(struct writer *w, struct sqlw_stream *ss, const struct series_stream *s, char *err,
+			     size_t errlen)
 {
 	struct sqlbuf b = { 0 };
 	/* value columns have no declared type: no affinity, so 412.0 stays REAL and 7 INTEGER */
@@ -839,6 +843,13 @@ static int make_stream_table(struct writer *w, struct sqlw_stream *ss, char *err
 		return fail_sq(w, mrc, "registering the chunk table", err, errlen);
 	snprintf(sql, sizeof(sql), "INSERT INTO samples_%u SELECT * FROM %s", ss->id, name);
 	rc = prepare(w, sql, &ss->ins, err, errlen);
+	if (rc)
+		return rc;
+	/* Its samples beside the dispatches on its GPU (sqlite_kernels.h): kernel_samples_<id>. */
+	char *view = sqlk_stream_view_sql(ss->id, s->gpu, s->ncols, s->cols);
+	rc = view ? exec(w, view, "creating a stream's kernel view", err, errlen)
+		  : fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path);
+	free(view);
 	return rc;
 }
 
@@ -955,7 +966,7 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 		rc = step_reset(w, st, "writing a metric", err, errlen);
 	}
 	if (!rc)
-		rc = make_stream_table(w, ss, err, errlen);
+		rc = make_stream_table(w, ss, s, err, errlen);
 	if (rc)
 		return rc;
 	/* the views follow with the next write or flush: streams come together, views are made once */
@@ -1013,7 +1024,7 @@ static int sqlw_slice(struct writer *w, const struct series_slice *s, char *err,
 		return spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
 	if (!s)
 		return spmtap_seterr(err, errlen, EINVAL, "%s: no slice", w->path);
-	/* Kernel dispatches are not phases; their table is still to come (docs/formats/kernels-csv.md). */
+	/* Kernel dispatches are not phases: they come whole at the end, into kernel_dispatch (sqlw_dispatches). */
 	if (s->category && !strcmp(s->category, "kernel"))
 		return 0;
 	int rc = tx_maybe_commit(w, err, errlen);
@@ -1126,6 +1137,21 @@ static int sqlw_node(struct writer *w, const struct series_node *n, char *err, s
 	return step_reset(w, st, "writing a node", err, errlen);
 }
 
+/* Every dispatch of the recording, once, at the end (writer.h), in the open transaction. */
+static int sqlw_dispatches(struct writer *w, const struct series_dispatch *d, size_t n, char *err, size_t errlen)
+{
+	if (w->error)
+		return spmtap_seterr(err, errlen, -w->error, "%s", w->errmsg);
+	int rc = tx_begin(w, err, errlen);
+	if (rc)
+		return rc;
+	int src = sqlk_insert(w->db, d, n);
+	if (src != SQLITE_OK)
+		return fail_sq(w, src, "writing kernel dispatches", err, errlen);
+	w->tx_rows += n;
+	return 0;
+}
+
 /* Metadata known at the end: one more row of meta, in the open transaction. */
 static int sqlw_note(struct writer *w, const char *key, const char *json, char *err, size_t errlen)
 {
@@ -1217,6 +1243,7 @@ const struct writer_ops writer_sqlite = {
 	.begin = sqlw_begin,
 	.write = sqlw_write,
 	.slice = sqlw_slice,
+	.dispatches = sqlw_dispatches,
 	.end = sqlw_end,
 	.note = sqlw_note,
 	.flush = sqlw_flush,

@@ -47,6 +47,13 @@ struct writer_ops {
 	int (*write)(struct writer *w, const struct series_chunk *c, char *err, size_t errlen);
 	/* Optional (NULL if the format has no place for it). */
 	int (*slice)(struct writer *w, const struct series_slice *s, char *err, size_t errlen);
+	/*
+	 * Optional: every kernel dispatch of the recording, once, after the
+	 * last write() and slice() and before note()/end() (the dispatches are
+	 * mapped only after the last clock pairs).  Perfetto gets them as
+	 * slices instead (category "kernel"); SQLite as its kernel_dispatch table.
+	 */
+	int (*dispatches)(struct writer *w, const struct series_dispatch *d, size_t n, char *err, size_t errlen);
 	/* Finish and close; also frees w, whatever it returns. */
 	int (*end)(struct writer *w, char *err, size_t errlen);
 	/*

@@ -57,8 +57,17 @@ static struct {
 
 static __thread struct kd_slot *my_slot;
 static __thread struct kd_record *my_ring;
-static __thread uint32_t my_tid;
 static __thread int my_refused;
+
+/* getpid() is a system call in glibc (no cache since 2.25): once, and again in a forked child. */
+static uint32_t my_pid;
+static __thread uint32_t my_tid;
+
+static void pid_after_fork(void)
+{
+	my_pid = (uint32_t)getpid();
+	my_tid = 0; /* the forking thread is the child's only one, with a new id */
+}
 
 static uint32_t tid_now(void)
 {
@@ -88,6 +97,8 @@ bool tool_init(void)
 	if (p == MAP_FAILED)
 		return false;
 	chan = p;
+	my_pid = (uint32_t)getpid();
+	pthread_atfork(NULL, NULL, pid_after_fork);
 	return true;
 }
 
@@ -176,7 +187,15 @@ static struct pend *pend_get(void)
 		free_list = p->next;
 	pthread_mutex_unlock(&free_lock);
 	if (p) {
-		tool_rt.signal_store_relaxed(p->sig, 1);
+		/*
+		 * Back to 1 by a plain store into the signal's memory, not
+		 * hsa_signal_store_relaxed: for ROCr's interrupt signals that
+		 * also sets the driver's event (an ioctl on the app's thread, per
+		 * dispatch), and nothing waits on a free tool signal to be woken.
+		 * Its handler has run and is gone (on_done returned false).
+		 */
+		amd_signal_t *a = (amd_signal_t *)(uintptr_t)p->sig.handle;
+		__atomic_store_n(&a->value, 1, __ATOMIC_RELAXED);
 		return p;
 	}
 	p = calloc(1, sizeof(*p));
@@ -187,10 +206,22 @@ static struct pend *pend_get(void)
 	return p;
 }
 
+/*
+ * An intercepted queue and its GPU, found once at creation: the records say
+ * which GPU ran them so the collector maps their ticks through that GPU's
+ * clock.  Kept for the process's life (ROCr may call the handler until the
+ * queue is gone, and the tool does not wrap hsa_queue_destroy).
+ */
+struct tqueue {
+	const hsa_queue_t *q;
+	uint16_t node;
+};
+
 /* The application's thread, at doorbell time: forward every packet, dispatches with the tool's signal. */
 static void intercept(const void *pkts, uint64_t count, uint64_t user_index, void *data, tool_packet_writer writer)
 {
-	const hsa_queue_t *q = data;
+	const struct tqueue *tq = data;
+	const hsa_queue_t *q = tq->q;
 	const hsa_kernel_dispatch_packet_t *in = pkts;
 	for (uint64_t i = 0; i < count; i++) {
 		hsa_kernel_dispatch_packet_t k = in[i];
@@ -204,8 +235,9 @@ static void intercept(const void *pkts, uint64_t count, uint64_t user_index, voi
 			r->corr = __atomic_add_fetch(&next_corr, 1, __ATOMIC_RELAXED);
 			r->queue_id = q->id;
 			r->index = user_index + i;
+			r->node = tq->node;
 			r->kernel_object = k.kernel_object;
-			r->pid = (uint32_t)getpid();
+			r->pid = my_pid;
 			r->tid = tid_now();
 			r->grid[0] = k.grid_size_x, r->grid[1] = k.grid_size_y, r->grid[2] = k.grid_size_z;
 			r->wg[0] = k.workgroup_size_x, r->wg[1] = k.workgroup_size_y, r->wg[2] = k.workgroup_size_z;
@@ -232,8 +264,20 @@ hsa_status_t tool_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type3
 		return tool_rt.queue_create(agent, size, type, cb, data, priv, group, queue);
 	/* The CP writes start/end into completion signals only with profiling on (real hardware). */
 	tool_rt.profiler_enable(*queue, 1);
-	if (tool_rt.intercept_register(*queue, intercept, *queue) == HSA_STATUS_SUCCESS)
+	struct tqueue *tq = calloc(1, sizeof(*tq));
+	if (!tq)
+		return HSA_STATUS_SUCCESS; /* not intercepted: its dispatches run unseen (the queue count says so) */
+	uint32_t node = KD_NODE_UNKNOWN;
+	tq->q = *queue;
+	if (!tool_rt.agent_get_info ||
+	    tool_rt.agent_get_info(agent, (hsa_agent_info_t)HSA_AMD_AGENT_INFO_DRIVER_NODE_ID, &node) !=
+		    HSA_STATUS_SUCCESS || node >= KD_NODE_UNKNOWN)
+		node = KD_NODE_UNKNOWN;
+	tq->node = (uint16_t)node;
+	if (tool_rt.intercept_register(*queue, intercept, tq) == HSA_STATUS_SUCCESS)
 		__atomic_fetch_add(&chan->queues, 1, __ATOMIC_RELAXED);
+	else
+		free(tq);
 	return HSA_STATUS_SUCCESS;
 }
 

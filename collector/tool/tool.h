@@ -35,6 +35,7 @@ struct tool_hsa {
 					 hsa_queue_t **);
 	hsa_status_t (*intercept_register)(hsa_queue_t *, tool_intercept_handler, void *);
 	hsa_status_t (*profiler_enable)(hsa_queue_t *, int);
+	hsa_status_t (*agent_get_info)(hsa_agent_t, hsa_agent_info_t, void *);
 	hsa_status_t (*async_handler)(hsa_signal_t, hsa_signal_condition_t, hsa_signal_value_t,
 				      hsa_amd_signal_handler, void *);
 };

@@ -40,6 +40,7 @@ extern "C" __attribute__((visibility("default"))) bool OnLoad(HsaApiTable *table
 	tool_rt.executable_freeze = c->hsa_executable_freeze_fn;
 	tool_rt.executable_iterate_symbols = c->hsa_executable_iterate_symbols_fn;
 	tool_rt.symbol_get_info = c->hsa_executable_symbol_get_info_fn;
+	tool_rt.agent_get_info = c->hsa_agent_get_info_fn;
 	tool_rt.signal_create = c->hsa_signal_create_fn;
 	tool_rt.signal_store_relaxed = c->hsa_signal_store_relaxed_fn;
 	tool_rt.signal_destroy = c->hsa_signal_destroy_fn;

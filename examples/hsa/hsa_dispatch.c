@@ -7,6 +7,7 @@
  * signal.
  *
  * Usage: hsa_dispatch CODE.hsaco [THREADS=4] [DISPATCHES_PER_THREAD=8] [many]
+ * (HSA_DISPATCH_AGENT=N: the N-th GPU agent instead of the first)
  * Thread t submits to queue t % 2 without waiting, kernel (t + i) % 3 of
  * add1 (1024 work-items), scale (4096) and nop (64); main then waits for
  * every completion signal.  Exit status 0 when every dispatch completed.
@@ -65,12 +66,14 @@ static void check(hsa_status_t s, const char *what)
 	exit(1);
 }
 
+/* The GPU agent numbered HSA_DISPATCH_AGENT (0, 1, ... in ROCr's order; default 0). */
 static hsa_status_t find_gpu(hsa_agent_t a, void *d)
 {
-	(void)d;
+	int *seen = d;
+	const char *e = getenv("HSA_DISPATCH_AGENT");
 	hsa_device_type_t t;
 	if (hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &t) == HSA_STATUS_SUCCESS && t == HSA_DEVICE_TYPE_GPU &&
-	    !have_gpu) {
+	    !have_gpu && (*seen)++ == (e ? atoi(e) : 0)) {
 		gpu = a;
 		have_gpu = 1;
 	}
@@ -173,6 +176,23 @@ static void submit(struct dispatch *d)
 
 static int waited(struct dispatch *d); /* below: 0, or 1 when it never completed */
 
+/* The submitting threads' CPU in submit() (filling the packet, ringing: a tool's intercept runs there). */
+static int64_t submit_cpu_ns;
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void *thread_main(void *arg)
 {
 	int t = (int)(intptr_t)arg;
@@ -185,12 +205,14 @@ static void *thread_main(void *arg)
 	intptr_t failed = 0;
 	for (int i = 0; i < per_thread; i += BATCH) {
 		int n = per_thread - i < BATCH ? per_thread - i : BATCH;
+		int64_t c0 = thread_cpu_ns();
 		for (int b = 0; b < n; b++) {
 			struct dispatch *d = &dispatches[t * BATCH + b];
 			d->kernel = (t + i + b) % nkernels;
 			hsa_signal_store_relaxed(d->done, 1);
 			submit(d);
 		}
+		__atomic_fetch_add(&submit_cpu_ns, thread_cpu_ns() - c0, __ATOMIC_RELAXED);
 		for (int b = 0; b < n; b++)
 			failed += waited(&dispatches[t * BATCH + b]);
 	}
@@ -218,7 +240,8 @@ int main(int argc, char **argv)
 	if (nthreads < 1 || nthreads > 64 || per_thread < 1 || per_thread > (many ? 1000000 : 10000))
 		return 2;
 	check(hsa_init(), "hsa_init");
-	check(hsa_iterate_agents(find_gpu, NULL), "agents");
+	int seen = 0;
+	check(hsa_iterate_agents(find_gpu, &seen), "agents");
 	check(hsa_iterate_agents(find_cpu_pools, NULL), "pools");
 	if (!have_gpu || !have_kernarg || !have_fine) {
 		fprintf(stderr, "hsa_dispatch: no GPU agent or no kernarg/fine-grained pool\n");
@@ -266,6 +289,7 @@ int main(int argc, char **argv)
 			memcpy((char *)d->kernarg + 8, &f, sizeof(f));
 		}
 	pthread_t th[64];
+	int64_t p0 = process_cpu_ns();
 	for (int t = 0; t < nthreads; t++)
 		if (pthread_create(&th[t], NULL, thread_main, (void *)(intptr_t)t))
 			return 1;
@@ -277,8 +301,16 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < n && !many; i++)
 		failed += waited(&dispatches[i]);
-	if (many)
+	if (many) {
 		n = nthreads * per_thread;
+		/*
+		 * Cost per dispatch (make bench, docs/bench.md): the app threads' CPU in submit(), and the
+		 * whole process's CPU over the dispatching (every thread: the app's, ROCr's async signal
+		 * thread, and under the emulator its CP thread too) from the threads' start to their end.
+		 */
+		fprintf(stderr, "hsa_dispatch: cpu_submit_ns_per_dispatch=%.1f cpu_process_ns_per_dispatch=%.1f "
+				"dispatches=%d\n", (double)submit_cpu_ns / n, (double)(process_cpu_ns() - p0) / n, n);
+	}
 	for (int i = 0; i < (many ? nthreads * BATCH : n); i++) {
 		hsa_signal_destroy(dispatches[i].done);
 		hsa_amd_memory_pool_free(dispatches[i].kernarg);
