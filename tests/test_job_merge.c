@@ -29,6 +29,13 @@
  * No wall-clock threshold: every allowance is a recorded bound or a measured
  * gap, and every one is printed.
  *
+ * Case kernels: the app step is examples/hsa/hsa_dispatch under
+ * `spmtap emulate` with HSA_TOOLS_LIB=libspmtap-tool.so and SPMTAP_JOB (no
+ * SPMTAP_KERNELS_FD: the collector did not start it).  Each node's
+ * NAME_kernels.csv holds exactly the dispatches its own app rank reports
+ * (kernel name and the GPU's start/end ticks, which the app reads back
+ * through ROCr itself), none of another node's.
+ *
  * Plain build only by default, for test_job's reason (Open MPI is not
  * instrumented); SPMTAP_TEST_JOB_SANITIZED=1 runs it in a sanitized build.
  * Needs root (time namespaces), mpirun and build/spmtap-job.
@@ -47,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hsa_example.h"
 #include "testenv.h"
 
 #define NODES 4
@@ -495,11 +503,130 @@ static void test_e2e(void)
 		json_decref(nd[n].meta);
 }
 
+static const char *need_kernels(void)
+{
+	const char *w = need_bed();
+	return w ? w : hsa_example_need();
+}
+
+/* The (kernel, start_ticks, end_ticks) triples of one line each, sorted, in out (max n); the count. */
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+#define KMAX 64
+static int app_dispatches(int n, char **out)
+{
+	FILE *f = fopen(P("%s/app/node%d.json", bed, n), "r");
+	char line[1024];
+	int k = 0;
+	while (f && fgets(line, sizeof(line), f) && k < KMAX) {
+		json_t *j = json_loads(line, 0, NULL);
+		if (j && json_is_string(json_object_get(j, "kernel")) &&
+		    asprintf(&out[k], "%s %" PRId64 " %" PRId64, json_string_value(json_object_get(j, "kernel")),
+			     (int64_t)json_integer_value(json_object_get(j, "start_ts")),
+			     (int64_t)json_integer_value(json_object_get(j, "end_ts"))) > 0)
+			k++;
+		json_decref(j);
+	}
+	if (f)
+		fclose(f);
+	qsort(out, (size_t)k, sizeof(*out), by_str);
+	return k;
+}
+
+/* corr_id,pid,tid,queue_id,packet_index,kernel,grid_x..wg_z,start_ns,end_ns,start_ticks,end_ticks,status */
+static int csv_dispatches(int n, char **out, int *unmapped)
+{
+	FILE *f = fopen(P("%s/out/node%d/spmtap_kernels.csv", bed, n), "r");
+	char line[1024];
+	int k = 0;
+	*unmapped = 0;
+	while (f && fgets(line, sizeof(line), f) && k < KMAX) {
+		char *c[17], *p = line;
+		int m = 0;
+		for (; m < 17 && p; m++) {
+			c[m] = p;
+			p = strchr(p, ',');
+			if (p)
+				*p++ = 0;
+		}
+		if (m != 17 || !strcmp(c[0], "corr_id"))
+			continue;
+		*unmapped += !*c[12] || atoi(c[16]) != 0;
+		if (asprintf(&out[k], "%s %s %s", c[5], c[14], c[15]) > 0)
+			k++;
+	}
+	if (f)
+		fclose(f);
+	qsort(out, (size_t)k, sizeof(*out), by_str);
+	return k;
+}
+
+static void test_kernels(void)
+{
+	snprintf(bed, sizeof(bed), "%s/kernels", tmp);
+	CU_ASSERT_EQUAL_FATAL(system(P("mkdir -p %s/app", bed)), 0);
+	const char *rec[] = { P("%s/spmtap", B), "--emulate", "mi210", "record", "--job", P("%s/ctl", bed), "-d",
+			      P("%s/out/%%hostname%%", bed), "--spm", "SQ_WAVES", "--interval", "65504", "-f", "sqlite",
+			      "--sync-interval", "0.3", NULL };
+	pid_t c = start_bed("rec.log", rec);
+	char job[128] = "";
+	FILE *pj = popen(P("%s/spmtap job env %s/ctl --timeout 90", B, bed), "r");
+	if (pj && fgets(job, sizeof(job), pj))
+		job[strcspn(job, "\n")] = 0;
+	if (pj)
+		pclose(pj);
+	if (!job[0]) {
+		kill(c, SIGTERM);
+		wait_st(c);
+		CU_FAIL_FATAL("no job came up (spmtap job env)");
+	}
+	/* each app rank: its node's emulated GPUs, the tool through HSA_TOOLS_LIB, its dispatches to its own file */
+	setenv("SPMTAP_JOB", job, 1);
+	setenv("HSA_TOOLS_LIB", P("%s/libspmtap-tool.so", B), 1);
+	const char *app[] = { "sh", "-c",
+			      P("exec %s/spmtap emulate mi210 -- %s/hsa_dispatch %s/k.hsaco 2 4 > %s/app/$(hostname).json",
+				B, hsa_example_dir(), hsa_example_dir(), bed),
+			      NULL };
+	int ast = wait_st(start_bed("app.log", app));
+	unsetenv("SPMTAP_JOB");
+	unsetenv("HSA_TOOLS_LIB");
+	CU_ASSERT_EQUAL(ast, 0);
+	CU_ASSERT_EQUAL(system(P("%s/spmtap job stop %s/ctl > /dev/null", B, bed)), 0);
+	int st = wait_st(c);
+	if (st && system(P("tail -30 %s/rec.log %s/app.log", bed, bed))) {
+	}
+	CU_ASSERT_EQUAL_FATAL(st, 0);
+	printf("\n");
+	for (int n = 0; n < NODES; n++) {
+		char *a[KMAX], *k[KMAX];
+		int unmapped, na = app_dispatches(n, a), nk = csv_dispatches(n, k, &unmapped), same = 0;
+		for (int i = 0; i < na && i < nk; i++)
+			same += !strcmp(a[i], k[i]);
+		printf("  node%d: its app rank reports %d dispatches; its recording has %d, %d of them the same "
+		       "(kernel, GPU start/end ticks), %d unmapped or failed\n", n, na, nk, same, unmapped);
+		CU_ASSERT_EQUAL(na, 8); /* 2 threads x 4 */
+		CU_ASSERT_EQUAL(nk, na);
+		CU_ASSERT_EQUAL(same, na);
+		CU_ASSERT_EQUAL(unmapped, 0);
+		for (int i = 0; i < na; i++)
+			free(a[i]);
+		for (int i = 0; i < nk; i++)
+			free(k[i]);
+	}
+	/* the job is over: its channels' names are gone */
+	for (int n = 0; n < NODES; n++)
+		CU_ASSERT(access(P("/dev/shm/spmtap-job.%s.node%d.kernels", job, n), F_OK) != 0);
+}
+
 int main(int argc, char **argv)
 {
 	B = testenv_build_dir();
 	static const struct testenv_case cases[] = {
 		{ "e2e", test_e2e, need_bed },
+		{ "kernels", test_kernels, need_kernels },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(tmp)) {
