@@ -25,6 +25,9 @@
  *    The square wave cannot tell an error of a whole period (every offset is
  *    one): the markers, dated by REALTIME, are what catch a node left off by
  *    whole seconds;
+ *  - the Cray PM series (record --cray) come through merge: every row of each
+ *    node's NAME_craypm.csv, at its time on rank 0's clock (the true offset)
+ *    within the node's bound, with its value;
  *  - the job report gives the load phase per node with energy and the job sum.
  * No wall-clock threshold: every allowance is a recorded bound or a measured
  * gap, and every one is printed.
@@ -369,6 +372,64 @@ static void check_spm(struct node *nd, int64_t *edges_out)
 	}
 }
 
+/*
+ * The Cray PM series (record --cray, NAME_craypm.csv beside each node's
+ * database) in the merged database: every row of every node's CSV, value
+ * for value, at its time put on rank 0's clock with the test bed's true
+ * offset, within the node's bound.
+ */
+static void check_pm(struct node *nd)
+{
+	for (int n = 0; n < NODES; n++) {
+		FILE *f = fopen(P("%s/out/node%d/spmtap_craypm.csv", bed, n), "r");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		char line[8192];
+		int col = -1, rows = 0, same = 0;
+		int64_t worst = 0, worst_allow = 0;
+		sqlite3_stmt *st;
+		CU_ASSERT_FATAL(sqlite3_prepare_v2(db, "SELECT host_ns, value, track FROM sample_v WHERE node = ?1 AND "
+						   "name = 'pm.power' ORDER BY host_ns", -1, &st, NULL) == SQLITE_OK);
+		sqlite3_bind_int(st, 1, n);
+		while (fgets(line, sizeof(line), f)) {
+			char *c[64], *p = line;
+			int m = 0;
+			for (; m < 64 && p; m++) {
+				c[m] = p;
+				p = strchr(p, ',');
+				if (p)
+					*p++ = 0;
+			}
+			if (col < 0) {
+				for (int i = 0; i < m; i++)
+					if (!strcmp(c[i], "pm.power[W]"))
+						col = i;
+				CU_ASSERT_FATAL(col > 0);
+				continue;
+			}
+			if (col >= m || !*c[col])
+				continue;
+			rows++;
+			if (sqlite3_step(st) != SQLITE_ROW)
+				break;
+			int64_t t = sqlite3_column_int64(st, 0), truth = strtoll(c[0], NULL, 10) - nd[n].off_ns;
+			int64_t allow = bound_at(&nd[n], t) + 1;
+			CU_ASSERT_STRING_EQUAL((const char *)sqlite3_column_text(st, 2), P("node%d.pm.power", n));
+			same += sqlite3_column_double(st, 1) == strtod(c[col], NULL) && llabs(t - truth) <= allow;
+			if (llabs(t - truth) > llabs(worst)) {
+				worst = t - truth;
+				worst_allow = allow;
+			}
+		}
+		CU_ASSERT(sqlite3_step(st) == SQLITE_DONE); /* nothing more than the CSV */
+		sqlite3_finalize(st);
+		fclose(f);
+		printf("  node%d Cray PM: %d pm.power rows in its CSV, %d in the merged database at the true time with "
+		       "the same value; worst %+" PRId64 " ns (allowed %" PRId64 ")\n", n, rows, same, worst, worst_allow);
+		CU_ASSERT(rows >= 2);
+		CU_ASSERT_EQUAL(same, rows);
+	}
+}
+
 /* spmtap report MERGED.db --json: the load phase per node with energy, and the job sum of them. */
 static void check_report(void)
 {
@@ -427,7 +488,7 @@ static void test_e2e(void)
 	const char *rec[] = { P("%s/spmtap", B), "--emulate", "mi210", "record", "--job", P("%s/ctl", bed), "-d",
 			      P("%s/out/%%hostname%%", bed), "--spm", "SQ_WAVES", "--interval", "65504", "--smi",
 			      "power,energy", "--smi-interval", "10ms", "-f", "sqlite", "--sync-interval", "0.3",
-			      "--phases", "emulator", NULL };
+			      "--phases", "emulator", "--cray", "--cray-interval", "50ms", NULL };
 	pid_t c = start_bed("rec.log", rec);
 	char job[128] = "";
 	FILE *pj = popen(P("%s/spmtap job env %s/ctl --timeout 90", B, bed), "r");
@@ -496,6 +557,7 @@ static void test_e2e(void)
 	check_markers(nd, rb0, rb1);
 	check_phases(nd, nphases);
 	check_spm(nd, nedges);
+	check_pm(nd);
 	check_report();
 	sqlite3_close(db);
 	db = NULL;
