@@ -109,12 +109,14 @@ $(B)/spmtap-merge-mpi: collector/merge/mpi_main.c $(ANA_A) $(LIB_A)
 # One C++ file, because hsa_api_trace.h is C++.
 TOOL_CFLAGS := $(CPPFLAGS) $(OPT) $(WARN) -fPIC -fvisibility=hidden
 $(B)/libspmtap-tool.so: collector/tool/tool.c collector/tool/tool_onload.cpp collector/tool/tool.h \
-		collector/lib/kernel_shm.h
+		collector/lib/kernel_shm.h collector/lib/marker_job.c collector/lib/marker_job.h
 	@mkdir -p $(B)/obj/collector/tool
 	$(CC) -std=c11 $(TOOL_CFLAGS) -c -o $(B)/obj/collector/tool/tool.o collector/tool/tool.c
+	$(CC) -std=c11 $(TOOL_CFLAGS) -c -o $(B)/obj/collector/tool/marker_job.o collector/lib/marker_job.c
 	$(CXX) -std=c++17 -DAMD_INTERNAL_BUILD $(filter-out -Wstrict-prototypes -Wmissing-prototypes,$(TOOL_CFLAGS)) \
 	  -c -o $(B)/obj/collector/tool/tool_onload.o collector/tool/tool_onload.cpp
-	$(CXX) -shared -o $@ $(B)/obj/collector/tool/tool.o $(B)/obj/collector/tool/tool_onload.o -lpthread
+	$(CXX) -shared -o $@ $(B)/obj/collector/tool/tool.o $(B)/obj/collector/tool/marker_job.o \
+	  $(B)/obj/collector/tool/tool_onload.o -lpthread
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -25,7 +25,10 @@
  *    failed one leaves it byte for byte;
  *  - mpi: spmtap-merge-mpi under mpirun -np 2 and 3 writes the same SQLite
  *    rows as the serial merge (skipped in sanitized builds: OpenMPI is not
- *    instrumented).
+ *    instrumented);
+ *  - craypm: a NAME_craypm.csv beside each node's recording (SQLite and CSV
+ *    inputs) becomes the node's own stream (nodeK.pm.power), every row at its
+ *    true reference time, every value, an empty cell missing.
  */
 #include <jansson.h>
 #include <limits.h>
@@ -540,6 +543,70 @@ static void test_mpi(void)
 	CU_ASSERT(same_rows(merged, testenv_path(dir, "mpicsv.db"), true));
 }
 
+/*
+ * NAME_craypm.csv (record --cray) beside each node's recording: merged as
+ * the node's own stream from SQLite and CSV inputs alike, every row at its
+ * true reference time (the synthetic clock: exact to the ns), every value.
+ */
+#define PM_ROWS 15
+static void test_craypm(void)
+{
+	for (unsigned k = 0; k < NODES; k++) {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), "%s/node%u/rec_craypm.csv", job, k);
+		FILE *f = fopen(path, "w");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fprintf(f, "time_ns,pm.power[W],pm.power[ts_ns],pm.energy[J],pm.energy[ts_ns]\n");
+		for (int i = 0; i < PM_ROWS; i++) {
+			int64_t l = synjob_origin(k) + i * 50000000ll;
+			/* a row without energy: that cell is missing, not 0 */
+			if (i == 3)
+				fprintf(f, "%lld,%d,%lld,,\n", (long long)l, 500 + 10 * (int)k + i, (long long)l);
+			else
+				fprintf(f, "%lld,%d,%lld,%d,%lld\n", (long long)l, 500 + 10 * (int)k + i, (long long)l,
+					100 * i, (long long)l);
+		}
+		fclose(f);
+	}
+	for (int csv = 0; csv < 2; csv++) {
+		const char *name = csv ? "pmcsv" : "pmsq";
+		CU_ASSERT_EQUAL_FATAL(sh("'%s' merge -d '%s' -o %s -f sqlite %s", spmtap(), dir, name,
+					 inputs(job, csv, NODES)), 0);
+		sqlite3 *h = NULL;
+		char db[PATH_MAX + 64];
+		snprintf(db, sizeof(db), "%s/%s.db", dir, name);
+		CU_ASSERT_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+		for (unsigned k = 0; k < NODES; k++) {
+			sqlite3_stmt *st = NULL;
+			char sql[256];
+			snprintf(sql, sizeof(sql), "SELECT host_ns, value, node, name FROM sample_v WHERE track = "
+				 "'node%u.pm.power' ORDER BY host_ns", k);
+			CU_ASSERT_FATAL(sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK);
+			int i = 0, ok = 0;
+			while (sqlite3_step(st) == SQLITE_ROW) {
+				double tr = (double)SYNJOB_T0 + (double)i * 50000000.0 * (1.0 + synjob_drift(k));
+				ok += fabs((double)sqlite3_column_int64(st, 0) - tr) <= 1.0 &&
+				      sqlite3_column_double(st, 1) == 500 + 10 * (int)k + i &&
+				      sqlite3_column_int(st, 2) == (int)k;
+				i++;
+			}
+			sqlite3_finalize(st);
+			CU_ASSERT_EQUAL(i, PM_ROWS);
+			CU_ASSERT_EQUAL(ok, PM_ROWS);
+			/* the row without energy is missing there (NULL), not 0 */
+			CU_ASSERT_EQUAL(q_int(h, "SELECT count(*) FROM sample_v WHERE track = 'node%u.pm.energy' AND "
+					      "value IS NOT NULL", k), PM_ROWS - 1);
+			CU_ASSERT_EQUAL(q_int(h, "SELECT count(*) FROM stream WHERE node = %u AND source = 'cray_pm'", k), 1);
+		}
+		sqlite3_close(h);
+	}
+	for (unsigned k = 0; k < NODES; k++) {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), "%s/node%u/rec_craypm.csv", job, k);
+		unlink(path);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -551,6 +618,7 @@ int main(int argc, char **argv)
 		{ "refusals", test_refusals, NULL },
 		{ "replace", test_replace, NULL },
 		{ "mpi", test_mpi, need_mpi },
+		{ "craypm", test_craypm, NULL },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(dir))

@@ -56,6 +56,7 @@ struct mg_node {
 	char *meta_path;       /* the metadata read (NAME_meta.json), or NULL for a .db */
 	char *db;              /* the SQLite file, or NULL: CSV */
 	char *spm_csv, *smi_csv, *phases_csv; /* CSV files that exist (or NULL) */
+	char *pm_csv;                         /* NAME_craypm.csv beside either kind (record --cray), or NULL */
 	json_t *meta;
 	struct mg_clock clk;
 	bool job;              /* it has a "job" object */

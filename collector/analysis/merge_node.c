@@ -29,6 +29,7 @@ void mg_node_free(struct mg_node *n)
 	free(n->spm_csv);
 	free(n->smi_csv);
 	free(n->phases_csv);
+	free(n->pm_csv);
 	json_decref(n->meta);
 	mg_clock_free(&n->clk);
 	memset(n, 0, sizeof(*n));
@@ -55,6 +56,34 @@ static json_t *db_meta(const char *db, char *err, size_t errlen)
 	sqlite3_finalize(st);
 	sqlite3_close(h);
 	return m;
+}
+
+/*
+ * NAME_craypm.csv (record --cray: node-level power, docs/power.md) beside
+ * DIR/NAME.db or DIR/NAME_meta.json, or its .part: the path, or NULL.
+ */
+static char *pm_csv_of(const char *f)
+{
+	if (!f)
+		return NULL;
+	size_t n = strlen(f);
+	static const char *const ends[] = { ".db.part", ".db", "_meta.json.part", "_meta.json" };
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		size_t e = strlen(ends[i]);
+		if (n < e || strcmp(f + n - e, ends[i]))
+			continue;
+		char *p = malloc(n + 32);
+		if (!p)
+			return NULL;
+		for (int part = 0; part < 2; part++) {
+			snprintf(p, n + 32, "%.*s_craypm.csv%s", (int)(n - e), f, part ? ".part" : "");
+			if (!access(p, R_OK))
+				return p;
+		}
+		free(p);
+		return NULL;
+	}
+	return NULL;
 }
 
 int mg_node_open(struct mg_node *n, const char *path, uint32_t order, char *err, size_t errlen)
@@ -90,6 +119,7 @@ int mg_node_open(struct mg_node *n, const char *path, uint32_t order, char *err,
 		n->smi_csv = src.smi.path ? strdup(src.smi.path) : NULL;
 		n->phases_csv = src.phases.path ? strdup(src.phases.path) : NULL;
 	}
+	n->pm_csv = pm_csv_of(n->db ? n->db : n->meta_path);
 	rec_src_free(&src);
 	if (!n->meta)
 		return spmtap_seterr(err, errlen, EBADMSG, "%s: unreadable: %s", path, e2);
@@ -505,17 +535,141 @@ static int csv_slices(struct emit *E, const char *path)
 	return rc;
 }
 
+/* ---- NAME_craypm.csv: one node-level stream (source "cray_pm"), sensor-trace v1 ---- */
+
+#define PM_SOURCE "cray_pm"
+
+/*
+ * Its stream from the header (time_ns, then NAME[W|J] and NAME[ts_ns]):
+ * one f64 column per NAME[W] / NAME[J], named NAME (pm.power, ...); the
+ * ts_ns columns are the row time itself (the snapshot's own stamp) and are
+ * left out.  Added to E->b before any stream is begun.
+ */
+static int pm_stream(struct emit *E)
+{
+	const char *path = E->node->pm_csv;
+	if (!path)
+		return 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return spmtap_seterr(E->err, E->errlen, errno, "%s: %s", path, strerror(errno));
+	char *line = NULL, *cells[CSV_MAX_CELLS];
+	size_t cap = 0;
+	ssize_t len = getline(&line, &cap, f);
+	fclose(f);
+	if (len <= 0 || line[len - 1] != '\n') {
+		free(line);
+		return spmtap_seterr(E->err, E->errlen, EBADMSG, "%s: no header line", path);
+	}
+	line[--len] = 0;
+	if (len && line[len - 1] == '\r')
+		line[--len] = 0;
+	size_t nh = split(line, cells, CSV_MAX_CELLS);
+	struct sbuf *nb = realloc(E->b, (E->nb + 1) * sizeof(*E->b));
+	if (!nb) {
+		free(line);
+		return -ENOMEM;
+	}
+	E->b = nb;
+	struct sbuf *b = &E->b[E->nb++];
+	memset(b, 0, sizeof(*b));
+	b->s.id = (uint32_t)E->nb;
+	b->s.source = dup0(PM_SOURCE);
+	b->s.xcc = -1;
+	b->s.node = E->node->key;
+	b->s.device_name = dup0("node");
+	b->rows_expected = -1;
+	b->cols = calloc(nh, sizeof(*b->cols));
+	int *at = calloc(nh, sizeof(*at));
+	int rc = b->cols && at && b->s.source ? 0 : -ENOMEM;
+	for (size_t h = 1; !rc && h < nh; h++) {
+		char *u = strrchr(cells[h], '[');
+		if (!u || (strcmp(u, "[W]") && strcmp(u, "[J]")))
+			continue; /* NAME[ts_ns]: the row time */
+		at[b->s.ncols] = (int)h;
+		struct series_column *c = &b->cols[b->s.ncols++];
+		c->name = strndup(cells[h], (size_t)(u - cells[h]));
+		c->unit = strndup(u + 1, 1);
+		c->type = SERIES_F64;
+		if (!c->name || !c->unit)
+			rc = -ENOMEM;
+	}
+	b->s.cols = b->cols;
+	if (!rc && sbuf_alloc(b, E->chunk))
+		rc = -ENOMEM;
+	for (uint32_t c = 0; !rc && c < b->s.ncols; c++)
+		b->hdr[c] = at[c];
+	free(at);
+	free(line);
+	return rc;
+}
+
+/* Its rows: time_ns on the node's BOOTTIME, mapped like every other time; an empty cell is missing. */
+static int pm_pass(struct emit *E)
+{
+	struct sbuf *b = NULL;
+	for (size_t i = 0; i < E->nb && !b; i++)
+		if (!strcmp(E->b[i].s.source, PM_SOURCE))
+			b = &E->b[i];
+	if (!b)
+		return 0;
+	const char *path = E->node->pm_csv;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return spmtap_seterr(E->err, E->errlen, errno, "%s: %s", path, strerror(errno));
+	char *line = NULL, **cells = calloc(CSV_MAX_CELLS, sizeof(char *));
+	size_t cap = 0;
+	ssize_t len;
+	long lineno = 0;
+	int rc = cells ? 0 : -ENOMEM;
+	while (!rc && (len = getline(&line, &cap, f)) >= 0) {
+		if (++lineno == 1)
+			continue;
+		if (line[len - 1] != '\n') {
+			E->st->truncated = true; /* a cut last row */
+			break;
+		}
+		line[--len] = 0;
+		if (len && line[len - 1] == '\r')
+			line[--len] = 0;
+		if (!len)
+			continue;
+		size_t n = split(line, cells, CSV_MAX_CELLS);
+		uint32_t i;
+		rc = sbuf_row(E, b, strtoll(cells[0], NULL, 10), false, 0, &i);
+		for (uint32_t c = 0; !rc && c < b->s.ncols; c++) {
+			const char *v = (size_t)b->hdr[c] < n ? cells[b->hdr[c]] : "";
+			double d = *v ? strtod(v, NULL) : 0;
+			if (!*v)
+				sbuf_set_missing(b, c, i);
+			memcpy(&b->vals[c][i], &d, sizeof(d));
+		}
+	}
+	if (!rc)
+		rc = sbuf_flush(E, b);
+	if (rc == -ENOMEM)
+		spmtap_seterr(E->err, E->errlen, ENOMEM, "%s: out of memory", path);
+	free(cells);
+	free(line);
+	fclose(f);
+	return rc;
+}
+
 static int emit_csv(struct emit *E)
 {
 	int rc = csv_streams(E);
+	if (!rc)
+		rc = pm_stream(E);
 	if (rc)
-		return spmtap_seterr(E->err, E->errlen, -rc, "%s: out of memory", E->node->path);
+		return rc == -ENOMEM ? spmtap_seterr(E->err, E->errlen, ENOMEM, "%s: out of memory", E->node->path) : rc;
 	for (size_t i = 0; !rc && i < E->nb; i++)
 		rc = E->sink->begin(E->sink->ctx, &E->b[i].s, E->err, E->errlen);
 	if (!rc && E->node->spm_csv)
 		rc = csv_pass(E, E->node->spm_csv, true);
 	if (!rc && E->node->smi_csv)
 		rc = csv_pass(E, E->node->smi_csv, false);
+	if (!rc)
+		rc = pm_pass(E);
 	if (!rc && E->node->phases_csv)
 		rc = csv_slices(E, E->node->phases_csv);
 	return rc;
@@ -691,10 +845,15 @@ static int emit_sqlite(struct emit *E)
 	/* a small page cache: merge's memory is its chunks */
 	sqlite3_exec(h, "PRAGMA cache_size=-2048", NULL, NULL, NULL);
 	int rc = sq_streams(E, h);
+	if (!rc && (rc = pm_stream(E)) == -ENOMEM)
+		rc = spmtap_seterr(E->err, E->errlen, ENOMEM, "%s: out of memory", E->node->path);
 	for (size_t i = 0; !rc && i < E->nb; i++)
 		rc = E->sink->begin(E->sink->ctx, &E->b[i].s, E->err, E->errlen);
 	for (size_t i = 0; !rc && i < E->nb; i++)
-		rc = sq_pass(E, h, &E->b[i]);
+		if (strcmp(E->b[i].s.source, PM_SOURCE))
+			rc = sq_pass(E, h, &E->b[i]);
+	if (!rc)
+		rc = pm_pass(E);
 	if (!rc)
 		rc = sq_slices(E, h);
 	sqlite3_close(h);

@@ -185,7 +185,8 @@ int rec_sensor_trace(const struct recording *r, char **buf, size_t *len, char *e
 		if (ts_scale(tc[c].g->tick_domain))
 			fprintf(f, ",%s[ts_ns]", name);
 	}
-	fwrite(pm.head, 1, pm.headlen, f);
+	if (pm.headlen) /* no NAME_craypm.csv: pm.head is NULL, which fwrite may not be given even for 0 bytes */
+		fwrite(pm.head, 1, pm.headlen, f);
 	fputc('\n', f);
 	size_t smicells = 0;
 	for (size_t c = 0; c < ntc; c++)

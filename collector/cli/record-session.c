@@ -580,7 +580,8 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname, bo
 	char *jbase = journal_base(o, formats, outdir, name);
 	/* Kernel dispatches from inside the app: docs/cli/spmtap-record.md "Kernels". */
 	char toolbuf[PATH_MAX], kcsv[PATH_MAX + 64];
-	const char *tool = o->app && !o->no_kernels ? rec_tool_lib(toolbuf, sizeof(toolbuf)) : NULL;
+	/* Under --job the channel is made too: the app step's tool finds it through SPMTAP_JOB (marker_job.h). */
+	const char *tool = (o->app || o->job_dir) && !o->no_kernels ? rec_tool_lib(toolbuf, sizeof(toolbuf)) : NULL;
 	snprintf(kcsv, sizeof(kcsv), "%s/%s_kernels.csv", outdir ? outdir : ".", name);
 	struct catchup cu = { .tty = isatty(STDERR_FILENO), .signals0 = -1, .last = -1.0 };
 	struct session_opts so = {

@@ -68,6 +68,7 @@ struct job {
 	int64_t cmd[2];
 	bool cmd_posted;
 	char mk_path[512];         /* the published marker channel (marker_job.h), removed at the end */
+	char kd_path[512];         /* the published kernel dispatch channel (marker_job.h), removed at the end */
 	struct job_offset off[JOB_MAX_SYNCS];
 	size_t noff;
 	struct job_anchor anc[JOB_MAX_SYNCS];

@@ -123,6 +123,13 @@ static bool started(void *user, struct session *S, const struct rec_opts *o, boo
 			j->rank, strerror(-prc));
 		j->mk_path[0] = 0;
 	}
+	/* Its kernel dispatches (libspmtap-tool.so under HSA_TOOLS_LIB) find this node's kernel channel the same way. */
+	int kfd = session_kernels_fd(S);
+	if (kfd >= 0 && (prc = mk_job_publish_kind(j->job_id, MK_JOB_KERNELS, kfd, j->kd_path, sizeof(j->kd_path))) < 0) {
+		fprintf(stderr, "spmtap-job: rank %d: the app's kernel dispatches cannot join this node's recording: %s\n",
+			j->rank, strerror(-prc));
+		j->kd_path[0] = 0;
+	}
 	/* Host names for DIR/job.json (rank 0): which rank records which node. */
 	char *all_hosts = j->rank == 0 ? calloc((size_t)j->size, sizeof(j->host)) : NULL;
 	MPI_Gather(j->host, sizeof(j->host), MPI_CHAR, all_hosts, sizeof(j->host), MPI_CHAR, 0, j->comm);
@@ -253,6 +260,8 @@ static void ending(void *user, struct session *S, bool aborted)
 	struct job *j = user;
 	if (j->mk_path[0]) /* no app process joins from now on */
 		unlink(j->mk_path);
+	if (j->kd_path[0])
+		unlink(j->kd_path);
 	if (aborted) {
 		/* the launcher is killing the job: no collective, the metadata says what is known */
 		j->aborted = true;

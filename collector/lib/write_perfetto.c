@@ -487,7 +487,14 @@ static uint64_t node_uuid(const struct writer *w, uint32_t node)
 	return 0;
 }
 
-/* The parent track of a GPU (xcc -1) or of one of its XCCs, declared on first use. */
+/* A node-level stream (the Cray PM counters, source "cray_pm", merged by spmtap merge): no GPU of its own. */
+#define PF_NODE_GROUP (-2)
+static bool node_level(const struct series_stream *s)
+{
+	return s->source && !strcmp(s->source, "cray_pm");
+}
+
+/* The parent track of a GPU (xcc -1), of one of its XCCs, or of the node's own series (PF_NODE_GROUP), declared on first use. */
 static int group(struct writer *w, const struct series_stream *s, int32_t xcc, uint64_t *uuid)
 {
 	for (size_t i = 0; i < w->ngroups; i++)
@@ -504,7 +511,9 @@ static int group(struct writer *w, const struct series_stream *s, int32_t xcc, u
 	if (grow((void **)&w->groups, &w->cap_groups, w->ngroups, sizeof(*w->groups)))
 		return -ENOMEM;
 	char name[256];
-	if (xcc < 0 && s->device_name && *s->device_name)
+	if (xcc == PF_NODE_GROUP)
+		snprintf(name, sizeof(name), "Node power (Cray PM)");
+	else if (xcc < 0 && s->device_name && *s->device_name)
 		snprintf(name, sizeof(name), "GPU%u %s", s->gpu, s->device_name);
 	else if (xcc < 0)
 		snprintf(name, sizeof(name), "GPU%u", s->gpu);
@@ -547,7 +556,7 @@ static int pf_begin(struct writer *w, const struct series_stream *s, char *err, 
 		types[c] = (struct pf_col){ .type = s->cols[c].type, .seq = w->next_seq++ };
 
 	uint64_t parent = 0;
-	int rc = group(w, s, s->xcc, &parent);
+	int rc = group(w, s, node_level(s) ? PF_NODE_GROUP : s->xcc, &parent);
 	if (rc) {
 		free(types);
 		return failed(w, rc, err, errlen);
@@ -561,7 +570,9 @@ static int pf_begin(struct writer *w, const struct series_stream *s, char *err, 
 		char xccs[16] = "";
 		if (s->xcc >= 0)
 			snprintf(xccs, sizeof(xccs), " XCC%d", s->xcc);
-		if (count)
+		if (node_level(s))
+			snprintf(name, sizeof(name), "%s (%s)", col->name, col->unit ? col->unit : "");
+		else if (count)
 			snprintf(name, sizeof(name), "GPU%u%s %s", s->gpu, xccs, col->name);
 		else
 			snprintf(name, sizeof(name), "GPU%u%s %s (%s)", s->gpu, xccs, col->name, col->unit);

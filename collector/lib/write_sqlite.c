@@ -954,7 +954,10 @@ static int sqlw_begin(struct writer *w, const struct series_stream *s, char *err
 			/* a merged job recording: "node3.gpu0.power_avg", one track per node */
 			if (w->merged)
 				snprintf(nd, sizeof(nd), "node%u.", s->node);
-			if (s->xcc >= 0)
+			/* a node-level stream (Cray PM, source "cray_pm"): "node3.pm.power", no GPU */
+			if (s->source && !strcmp(s->source, "cray_pm"))
+				snprintf(track, sizeof(track), "%s%s", nd, col->name ? col->name : "");
+			else if (s->xcc >= 0)
 				snprintf(track, sizeof(track), "%sgpu%u.xcc%d.%s", nd, s->gpu, s->xcc,
 					 col->name ? col->name : "");
 			else

@@ -29,6 +29,7 @@
 #include <hsa/amd_hsa_signal.h>
 
 #include "collector/lib/kernel_shm.h"
+#include "collector/lib/marker_job.h"
 #include "collector/tool/tool.h"
 
 struct tool_hsa tool_rt;
@@ -76,12 +77,27 @@ static uint32_t tid_now(void)
 	return my_tid;
 }
 
-bool tool_init(void)
+/*
+ * The channel: SPMTAP_KERNELS_FD when the collector started the app
+ * (`record -- app`), else, in a job's app step, the one its node's collector
+ * published for SPMTAP_JOB (marker_job.h).  The fd stays open: the mapping
+ * is all that is used, and an app step has no other reference to it.
+ */
+static long channel_fd(void)
 {
 	const char *e = getenv(KD_ENV_FD);
 	char *end;
-	long fd = e ? strtol(e, &end, 10) : -1;
-	if (!e || *end || fd < 0)
+	if (e) {
+		long fd = strtol(e, &end, 10);
+		return *end || fd < 0 ? -1 : fd;
+	}
+	return mk_job_open_kind(MK_JOB_KERNELS);
+}
+
+bool tool_init(void)
+{
+	long fd = channel_fd();
+	if (fd < 0)
 		return false;
 	struct kd_header *h = mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED, (int)fd, 0);
 	if (h == MAP_FAILED)
