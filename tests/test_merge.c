@@ -506,6 +506,12 @@ static void test_replace(void)
 	CU_ASSERT_EQUAL(sh("'%s' merge -d '%s' -o rp -f sqlite %s", spmtap(), dir, o), 0);
 	CU_ASSERT(access(testenv_path(dir, "rp.db"), F_OK) == 0);
 	CU_ASSERT(access(testenv_path(dir, "rp.pftrace"), F_OK) != 0);
+	/* -d as record takes it: a directory that does not exist yet is made, parents too */
+	const char *nd = testenv_path(dir, "new/sub");
+	CU_ASSERT_EQUAL(sh("'%s' merge -d '%s' -o rp -f sqlite %s", spmtap(), nd, o), 0);
+	CU_ASSERT(access(testenv_path(nd, "rp.db"), F_OK) == 0);
+	/* but not over a file */
+	CU_ASSERT_EQUAL(sh("'%s' merge -d '%s' -o rp -f sqlite %s", spmtap(), testenv_path(dir, "rp.db"), o), 1);
 }
 
 static const char *need_mpi(void)

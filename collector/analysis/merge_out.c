@@ -19,6 +19,7 @@
 
 #include "collector/analysis/merge.h"
 #include "collector/lib/outset.h"
+#include "collector/lib/session.h"
 #include "collector/lib/writer.h"
 #include "log.h"
 #include "spmtap.h"
@@ -241,7 +242,15 @@ int mg_out_open(struct mg_out **out, const struct merge_opts *opt, const struct 
 		mg_out_free(o);
 		return spmtap_seterr(err, errlen, EINVAL, "-o %s: a name, not a path (the directory is -d)", name);
 	}
+	/* as record does: DIR and its missing parents are made, once the inputs were found good */
 	struct stat sb;
+	errno = 0;
+	int mrc = stat(dir, &sb) && errno == ENOENT ? session_make_dir(dir, err, errlen) : 0;
+	if (mrc < 0) {
+		mg_out_free(o);
+		return mrc;
+	}
+	errno = 0;
 	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
 		int e = errno ? errno : ENOTDIR;
 		mg_out_free(o);
