@@ -31,7 +31,7 @@ const char cmd_merge_usage[] =
 	"--chunk (rows per stream), not by the job.  An earlier set under NAME is\n"
 	"replaced as a whole, as record does; a failed merge leaves it as it was.\n"
 	"\n"
-	"  -d, --dir OUTDIR      output directory (default .)\n"
+	"  -d, --dir, --output-dir OUTDIR  output directory (default .; made if missing)\n"
 	"  -o, --output NAME     output name (default merged)\n"
 	"  -f, --format LIST     sqlite, perfetto (pftrace), otf2 (an OTF2 archive\n"
 	"                        directory OUTDIR/NAME.otf2/), comma-separated\n"
@@ -58,7 +58,7 @@ int cmd_merge(int argc, char **argv)
 {
 	enum { O_CHUNK = 256, O_UNALIGNED, O_TRUNC, O_SERIAL, O_HELP };
 	static const struct option lo[] = {
-		{ "dir", required_argument, NULL, 'd' },     { "output", required_argument, NULL, 'o' },
+		{ "dir", required_argument, NULL, 'd' }, { "output-dir", required_argument, NULL, 'd' },     { "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },  { "chunk", required_argument, NULL, O_CHUNK },
 		{ "allow-unaligned", no_argument, NULL, O_UNALIGNED },
 		{ "accept-truncated", no_argument, NULL, O_TRUNC },

@@ -38,7 +38,7 @@ static int parse(int argc, char **argv, struct merge_opts *o)
 {
 	enum { O_CHUNK = 256, O_UNALIGNED, O_TRUNC, O_SERIAL };
 	static const struct option lo[] = {
-		{ "dir", required_argument, NULL, 'd' },    { "output", required_argument, NULL, 'o' },
+		{ "dir", required_argument, NULL, 'd' }, { "output-dir", required_argument, NULL, 'd' },    { "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' }, { "chunk", required_argument, NULL, O_CHUNK },
 		{ "allow-unaligned", no_argument, NULL, O_UNALIGNED },
 		{ "accept-truncated", no_argument, NULL, O_TRUNC },
