@@ -206,6 +206,20 @@ static void test_poll(void)
 }
 
 /*
+ * A POLL_REGMEM that never holds (emu_sdma_kmt giveup): retry_count 3 halts its queue with the error the
+ * helper checks; 0xfff waits until the queue is destroyed, and a queue left waiting does not hold up the
+ * process's exit (the helper exits at all, with status 0).  No poll completed: the truth has no line.
+ */
+static void test_poll_giveup(void)
+{
+	char out[8192], truth[PATH_MAX];
+	CU_ASSERT_EQUAL(helper("giveup", out, sizeof(out), truth, sizeof(truth)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "ok"));
+	struct tline t[8];
+	CU_ASSERT_EQUAL(read_truth(truth, t, 8), 0);
+}
+
+/*
  * One queue's copy in its modelled time does not hold another queue: at 0.01 GB/s the 3 MiB copy takes
  * 315 ms of modelled time; the truth must show the second queue's FENCE inside it and the first queue's
  * FENCE after it.
@@ -304,6 +318,7 @@ static const struct testenv_case cases[] = {
 	{ "copy", test_copy, NULL },
 	{ "fill", test_fill, NULL },
 	{ "poll", test_poll, NULL },
+	{ "poll_giveup", test_poll_giveup, NULL },
 	{ "busy_not_blocking", test_busy_not_blocking, NULL },
 	{ "wrap", test_wrap, NULL },
 	{ "unknown_opcode", test_unknown_opcode, NULL },
