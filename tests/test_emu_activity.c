@@ -32,6 +32,7 @@
 #include "spm_truth.h"
 #include "hsa_example.h"
 #include "jline.h"
+#include "proc.h"
 #include "testenv.h"
 
 #define SPEC "mi210"
@@ -42,7 +43,8 @@ static struct emu_gpu_desc G[1];
 /* The earliest dispatch start on the GPU in this run (its kernel log lives as long as the suite's state). */
 static unsigned long long first_start = ~0ull;
 static bool wl_given; /* the case sets SPMTAP_EMU_WORKLOAD=idle; else the default background */
-static char dtruth[PATH_MAX], struth[PATH_MAX];
+static const char *dtruth;
+static char struth[PATH_MAX];
 
 /* ---- the dispatch truth ---------------------------------------------------------------------- */
 
@@ -89,19 +91,7 @@ static const char *need_hsa_example(void) { return hsa_example_need(); }
 /* Runs argv with extra environment entries, stdout and stderr to `log`; exit status. */
 static int run(char *const argv[], const char *const *env, const char *log)
 {
-	pid_t pid = fork();
-	if (pid == 0) {
-		for (int i = 0; env[i]; i++)
-			putenv((char *)env[i]);
-		FILE *f = freopen(log, "w", stdout);
-		if (f)
-			dup2(1, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return tp_run((const char *const *)argv, &(struct tp_opts){ .env = env, .out = log, .err = log });
 }
 
 /* ---- the check ----------------------------------------------------------------------------------- */
@@ -400,9 +390,8 @@ int main(int argc, char **argv)
 	testenv_under_emu(argc, argv, SPEC, NULL);
 	if (emu_spec_parse(SPEC, G, 1, err, sizeof(err)) != 1)
 		return 2;
-	snprintf(dtruth, sizeof(dtruth), "%s", testenv_path(testenv_tmpdir(), "dispatch_truth.jsonl"));
+	dtruth = testenv_dispatch_truth();
 	snprintf(struth, sizeof(struth), "%s", testenv_path(testenv_tmpdir(), "sample_truth"));
-	setenv("SPMTAP_EMU_DISPATCH_TRUTH", dtruth, 1);
 	wl_given = true;
 	return testenv_run_suite("emu_activity", cases, argc, argv);
 }

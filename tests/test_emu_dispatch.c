@@ -26,6 +26,7 @@
 #include "emu/common/emu.h"
 #include "hsa_example.h"
 #include "jline.h"
+#include "proc.h"
 #include "testenv.h"
 
 #define SPEC "mi210,mi250x" /* three GPU nodes: the MI250X card has two GCDs; its first is ROCr's GPU 1 */
@@ -34,7 +35,7 @@
 #define CLOCK_OFFSET 0x1000000000ull /* SPMTAP_EMU_CLOCK_OFFSET's default (emu/shim/config.c) */
 
 static struct emu_gpu_desc G[4];
-static char truth[PATH_MAX];
+static const char *truth;
 
 struct tline {
 	unsigned long long gpu_id, queue, index, start, end, grid, kobj;
@@ -72,32 +73,7 @@ static int read_truth(struct tline *t, int max)
 /* Runs argv with extra environment "K=V" entries; stdout into out; exit status. */
 static int run(char *const argv[], const char *const *env, char *out, size_t outlen)
 {
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		for (int i = 0; env && env[i]; i++)
-			putenv((char *)env[i]);
-		dup2(p[1], 1);
-		close(p[0]);
-		close(p[1]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < outlen && (r = read(p[0], out + n, outlen - 1 - n)) > 0)
-		n += (size_t)r;
-	out[n] = 0;
-	close(p[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	if (rc || strstr(out, "FAIL"))
-		fprintf(stderr, "  %s said (rc %d):\n%s", argv[0], rc, out);
-	return rc;
+	return tp_capture_buf((const char *const *)argv, &(struct tp_opts){ .env = env }, out, outlen);
 }
 
 /* The default model's duration in ticks is floor or ceil of ns / 10 (start and end are rounded apart). */
@@ -349,7 +325,6 @@ int main(int argc, char **argv)
 	testenv_under_emu(argc, argv, SPEC, NULL);
 	if (emu_spec_parse(SPEC, G, 4, err, sizeof(err)) != NGPU)
 		return 2;
-	snprintf(truth, sizeof(truth), "%s", testenv_path(testenv_tmpdir(), "dispatch_truth.jsonl"));
-	setenv("SPMTAP_EMU_DISPATCH_TRUTH", truth, 1);
+	truth = testenv_dispatch_truth();
 	return testenv_run_suite("emu_dispatch", cases, argc, argv);
 }

@@ -28,6 +28,7 @@
 
 #include "emu/common/emu.h"
 #include "jline.h"
+#include "proc.h"
 #include "testenv.h"
 
 #define SPEC "mi210,mi250x" /* three GPU nodes: the MI250X card has two GCDs; its first is ROCr's GPU 1 */
@@ -39,36 +40,13 @@ static const unsigned long long sizes[NSIZES] = { 4096, 1000003, 8388608, 125951
 #define NWORK 65536 /* the example's kernel grid */
 
 static struct emu_gpu_desc G[4];
-static char truth[PATH_MAX];
+static const char *truth;
 
 
 /* Runs argv (stdout into out); exit status. */
 static int run(char *const argv[], char *out, size_t outlen)
 {
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		close(p[1]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < outlen && (r = read(p[0], out + n, outlen - 1 - n)) > 0)
-		n += (size_t)r;
-	out[n] = 0;
-	close(p[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	if (rc || strstr(out, "FAIL"))
-		fprintf(stderr, "  %s said (rc %d):\n%s", argv[0], rc, out);
-	return rc;
+	return tp_capture_buf((const char *const *)argv, NULL, out, outlen);
 }
 
 /* ---- building examples/hip ----------------------------------------------------------------------- */
@@ -295,7 +273,6 @@ int main(int argc, char **argv)
 	testenv_under_emu(argc, argv, SPEC, NULL);
 	if (emu_spec_parse(SPEC, G, 4, err, sizeof(err)) != NGPU)
 		return 2;
-	snprintf(truth, sizeof(truth), "%s", testenv_path(testenv_tmpdir(), "dispatch_truth.jsonl"));
-	setenv("SPMTAP_EMU_DISPATCH_TRUTH", truth, 1);
+	truth = testenv_dispatch_truth();
 	return testenv_run_suite("emu_hip", cases, argc, argv);
 }

@@ -45,6 +45,7 @@
 #include "spmtap.h"
 #include "hsa_example.h"
 #include "jline.h"
+#include "proc.h"
 #include "testenv.h"
 
 #define TICK_NS 10 /* the emulated GPU clock is 100 MHz (emu/shim/gpu_clock.c) */
@@ -60,7 +61,7 @@
 #define NNAMES 5
 static const char *const names[NNAMES] = { "add1", "scale", "nop", "saxpy", "zero" };
 
-static char truth[PATH_MAX];
+static const char *truth;
 static const char *record_more; /* one more option for record(), or NULL */
 static double overlap_with_tool = -1; /* overlapping pairs per dispatch in `many`, for no_kernels */
 
@@ -189,35 +190,7 @@ static long long jint(json_t *o, const char *key)
 /* Runs argv with extra "K=V" environment; stdout into a malloc'd string. */
 static int run(char *const argv[], const char *const *env, char **out)
 {
-	int p[2];
-	if (pipe(p))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		for (int i = 0; env && env[i]; i++)
-			putenv((char *)env[i]);
-		dup2(p[1], 1);
-		close(p[0]);
-		close(p[1]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(p[1]);
-	size_t n = 0, cap = 1 << 20;
-	char *b = malloc(cap);
-	ssize_t r;
-	while (b && (r = read(p[0], b + n, cap - 1 - n)) > 0) {
-		n += (size_t)r;
-		if (n + 1 == cap)
-			b = realloc(b, cap *= 2);
-	}
-	if (b)
-		b[n] = 0;
-	close(p[0]);
-	int st;
-	waitpid(pid, &st, 0);
-	*out = b;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return tp_capture((const char *const *)argv, &(struct tp_opts){ .env = env }, out);
 }
 
 /*
@@ -1045,7 +1018,6 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--list"))
 		return testenv_run_suite("kernels", cases, argc, argv);
 	testenv_under_emu(argc, argv, "mi210,mi210", NULL); /* two GPUs: case gpu */
-	snprintf(truth, sizeof(truth), "%s", testenv_path(testenv_tmpdir(), "dispatch_truth.jsonl"));
-	setenv("SPMTAP_EMU_DISPATCH_TRUTH", truth, 1);
+	truth = testenv_dispatch_truth();
 	return testenv_run_suite("kernels", cases, argc, argv);
 }

@@ -44,6 +44,8 @@ struct emu_queue {
 	uint64_t ring, ring_size, rptr, wptr;
 	uint64_t limit; /* AQL: highest packet index rung + 1; SDMA: the highest write pointer rung (bytes) */
 	uint64_t sdma_busy_until_ns; /* SDMA: sdma.h emu_sdma_q.busy_until_ns */
+	uint64_t sdma_poll_at;       /* SDMA: sdma.h emu_sdma_q.poll_at */
+	uint32_t sdma_polls;         /* SDMA: sdma.h emu_sdma_q.polls */
 	uint64_t executed, errors, err_index;
 	char err[EMU_Q_ERRLEN];
 	struct emu_kslot kernel; /* the KERNEL_DISPATCH in flight (dispatch.h) */
@@ -398,10 +400,15 @@ static int emu_q_service(struct emu_gpu *g, struct emu_queue *q, struct emu_cp_s
 	uint64_t rd = __atomic_load_n(rptr, __ATOMIC_ACQUIRE);
 	if (emu_q_is_sdma(q)) {
 		/* The queue's SDMA engine (sdma.c); its errors halt the queue as the CP's do. */
-		struct emu_sdma_q sq = { q->gpu_id, q->id, q->ring, q->ring_size, q->rptr, q->limit, q->sdma_busy_until_ns };
+		struct emu_sdma_q sq = { .gpu_id = q->gpu_id, .queue_id = q->id, .ring = q->ring,
+					 .ring_size = q->ring_size, .rptr_addr = q->rptr, .wptr = q->limit,
+					 .busy_until_ns = q->sdma_busy_until_ns, .poll_at = q->sdma_poll_at,
+					 .polls = q->sdma_polls };
 		struct emu_sdma_result r;
 		emu_sdma_service(&sq, &r);
 		q->sdma_busy_until_ns = sq.busy_until_ns;
+		q->sdma_poll_at = sq.poll_at;
+		q->sdma_polls = sq.polls;
 		q->executed += r.executed;
 		c->executed += r.executed;
 		if (r.error)

@@ -53,6 +53,9 @@ enum {
 #define SDMA_ATOMIC_ADD64 47           /* TC atomic op code ROCr uses to decrement a signal */
 #define SDMA_COPY_COUNT_MASK 0x3FFFFFu /* 22 bits on SDMA v4: bytes - 1 (max 4 MiB) */
 #define SDMA_FILL_COUNT_MASK 0x3FFFFFu
+/* POLL_REGMEM DW5: interval 15:0, retry_count 27:16; 0xfff (what ROCr and amdgpu always ask) is unbounded. */
+#define SDMA_POLL_RETRY(dw5) (((dw5) >> 16) & 0xFFFu)
+#define SDMA_POLL_RETRY_FOREVER 0xFFFu
 
 static const char *sdma_op_name(uint32_t op)
 {
@@ -359,9 +362,28 @@ static int sdma_exec(struct emu_sdma_q *q, const uint32_t *p, uint64_t at, struc
 			sdma_fail(r, at, "SDMA POLL_REGMEM on 0x%" PRIx64 ": not mapped (a page fault)", a);
 			return -1;
 		}
-		/* Retried on every pass until it holds (retry_count is not modelled: ROCr asks 0xfff, forever). */
-		if (!sdma_poll_ok(func, __atomic_load_n(w, __ATOMIC_ACQUIRE) & p[4], p[3] & p[4]))
+		/*
+		 * Retried on every CP pass until it holds.  retry_count 0xfff is unbounded: the queue stays
+		 * here until the memory changes or the queue is destroyed (queue destroy and process exit end
+		 * the CP thread's service of it, so a stop is never held up).  A smaller count bounds the
+		 * failed tries: past it the queue halts with an error, as on a fault (one try per pass; the
+		 * interval field is not modelled, the pass rate stands in for it).
+		 */
+		if (!sdma_poll_ok(func, __atomic_load_n(w, __ATOMIC_ACQUIRE) & p[4], p[3] & p[4])) {
+			uint32_t retry = SDMA_POLL_RETRY(p[5]);
+			if (q->poll_at != at + 1) {
+				q->poll_at = at + 1; /* +1: 0 means no poll in progress */
+				q->polls = 0;
+			}
+			if (retry != SDMA_POLL_RETRY_FOREVER && q->polls++ >= retry) {
+				sdma_fail(r, at, "SDMA POLL_REGMEM on 0x%" PRIx64 ": condition not met after %u retries "
+					  "(retry_count %u)", a, retry, retry);
+				q->poll_at = 0;
+				return -1;
+			}
 			return 0;
+		}
+		q->poll_at = 0;
 		sdma_truth(q, at, "POLL_REGMEM", 4, a, 0, now, now);
 		return 1;
 	}

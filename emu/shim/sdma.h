@@ -19,6 +19,8 @@ struct emu_sdma_q {
 	uint64_t rptr_addr;       /* where the engine writes its read pointer back (bytes, monotonic) */
 	uint64_t wptr;            /* the last doorbell value: the producer's write pointer (bytes, monotonic) */
 	uint64_t busy_until_ns;   /* CLOCK_MONOTONIC_RAW end of the last copy/fill's modelled time */
+	uint64_t poll_at;         /* ring byte index of the POLL_REGMEM being retried (polls counts its tries) */
+	uint32_t polls;           /* failed tries of that packet so far (its retry_count bounds them) */
 };
 
 struct emu_sdma_result {

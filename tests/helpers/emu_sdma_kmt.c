@@ -12,6 +12,8 @@
  *            copies, ATOMIC decrement, mailbox FENCE + TRAP); prints "copy BYTES START END" per command
  *   fill     CONST_FILL of VRAM read back through a copy
  *   poll     a POLL_REGMEM holds the queue until the CPU writes the value
+ *   giveup   a POLL_REGMEM never met: retry_count 3 halts the queue; 0xfff waits, its queue still
+ *            destroyed and the process still exits with one left waiting
  *   busy     a long copy on one queue (run with a low SPMTAP_EMU_SDMA_GBPS) and a fence on a second
  *   wrap     300 commands through a 4 KiB ring (packets straddle its end)
  *   bad      an unknown opcode: not run, the queue halted, the error names it; a copy from a GPU VA
@@ -156,12 +158,13 @@ static void atomic_dec_pkt(struct sq *q, volatile int64_t *addr)
 	put(q, p, 8);
 }
 
-static void poll_pkt(struct sq *q, volatile uint32_t *addr, uint32_t ref)
+/* retry: DW5's retry_count (27:16); ROCr's BuildPollCommand asks 0xfff. */
+static void poll_pkt(struct sq *q, volatile uint32_t *addr, uint32_t ref, uint32_t retry)
 {
 	uint64_t a = (uint64_t)(uintptr_t)addr;
-	/* mem_poll, func 3 (equal), mask all, interval 4, retry 0xfff: BuildPollCommand */
+	/* mem_poll, func 3 (equal), mask all, interval 4 */
 	uint32_t p[6] = { OP_POLL_REGMEM | 3u << 28 | 1u << 31, (uint32_t)a, (uint32_t)(a >> 32), ref, 0xFFFFFFFFu,
-			  4u | 0xFFFu << 16 };
+			  4u | (retry & 0xFFFu) << 16 };
 	put(q, p, 6);
 }
 
@@ -325,7 +328,7 @@ static int poll_mode(void)
 	if (failures || !m)
 		return 1;
 	m[0] = 1; /* the gate: the poll waits for 0 */
-	poll_pkt(&q, &m[0], 0);
+	poll_pkt(&q, &m[0], 0, 0xFFF);
 	fence_pkt(&q, &m[1], 0xF00D);
 	ring_bell(&q);
 	usleep(200000);
@@ -334,6 +337,60 @@ static int poll_mode(void)
 	__atomic_store_n(&m[0], 0, __ATOMIC_RELEASE);
 	CHECK(wait_u32(&m[1], 0xF00D, 5) == 0, "released by the memory write: the fence follows");
 	hsaKmtDestroyQueue(q.qr.QueueId);
+	return failures != 0;
+}
+
+/* The queue's error state (EMU_IOC_QUEUE_ERR) once halted, waiting up to secs; -1 when it never halts. */
+static int wait_halted(const struct sq *q, struct emu_queue_err_args *e, double secs)
+{
+	double t0 = kmt_now_s();
+	for (;;) {
+		*e = (struct emu_queue_err_args){ .queue_id = kfd_qid(q) };
+		if (ioctl(kfd, EMU_IOC_QUEUE_ERR, e) == 0 && e->halted)
+			return 0;
+		if (kmt_now_s() - t0 > secs)
+			return -1;
+		usleep(1000);
+	}
+}
+
+/*
+ * A POLL_REGMEM whose condition never holds: with retry_count 3 the queue halts at it with an error and
+ * nothing after it runs; with 0xfff it waits on, and neither destroying its queue nor exiting with one
+ * more such queue left (the emulator's teardown) is held up by it.
+ */
+static int giveup_mode(void)
+{
+	struct sq q, q2, q3;
+	CHECK(make_sq(&q, 1 << 16) == 0 && make_sq(&q2, 1 << 16) == 0 && make_sq(&q3, 1 << 16) == 0, "SDMA queues");
+	volatile uint32_t *m = kmt_host_alloc(4096);
+	if (failures || !m)
+		return 1;
+	m[0] = 1; /* never 0: no poll below ever holds */
+	poll_pkt(&q, &m[0], 0, 3);
+	fence_pkt(&q, &m[1], 0xF00D);
+	ring_bell(&q);
+	struct emu_queue_err_args e;
+	CHECK(wait_halted(&q, &e, 30) == 0 && e.packet_index == 0 && strstr(e.err, "POLL_REGMEM") &&
+		      strstr(e.err, "after 3 retries"),
+	      "retry_count 3: queue halted at the poll, error at byte %llu: [%s]", (unsigned long long)e.packet_index,
+	      e.err);
+	CHECK(m[1] == 0 && *q.rptr == 0, "nothing after the poll ran (fence %x, rptr %llu)", m[1],
+	      (unsigned long long)*q.rptr);
+	poll_pkt(&q2, &m[0], 0, 0xFFF);
+	fence_pkt(&q2, &m[2], 0xF00D);
+	ring_bell(&q2);
+	poll_pkt(&q3, &m[0], 0, 0xFFF);
+	ring_bell(&q3);
+	usleep(200000);
+	struct emu_queue_err_args e2 = { .queue_id = kfd_qid(&q2) };
+	CHECK(ioctl(kfd, EMU_IOC_QUEUE_ERR, &e2) == 0 && !e2.halted && *q2.rptr == 0 && m[2] == 0,
+	      "retry_count 0xfff: still waiting at the poll, not halted (rptr %llu) [%s]", (unsigned long long)*q2.rptr,
+	      e2.err);
+	CHECK(hsaKmtDestroyQueue(q2.qr.QueueId) == HSAKMT_STATUS_SUCCESS, "the waiting queue destroyed");
+	CHECK(m[2] == 0, "its fence never ran");
+	hsaKmtDestroyQueue(q.qr.QueueId);
+	/* q3 is left waiting: the exit's teardown must end it. */
 	return failures != 0;
 }
 
@@ -440,6 +497,8 @@ int main(int argc, char **argv)
 		rc = fill_mode();
 	else if (!strcmp(mode, "poll"))
 		rc = poll_mode();
+	else if (!strcmp(mode, "giveup"))
+		rc = giveup_mode();
 	else if (!strcmp(mode, "busy"))
 		rc = busy_mode();
 	else if (!strcmp(mode, "wrap"))

@@ -38,7 +38,9 @@ static void child_setup(const struct tp_opts *o)
 	}
 	if (o->out)
 		redirect(o->out, 1);
-	if (o->err)
+	if (o->err && o->out && !strcmp(o->err, o->out))
+		dup2(1, 2);
+	else if (o->err)
 		redirect(o->err, 2);
 }
 
@@ -68,6 +70,70 @@ int tp_wait(pid_t pid)
 int tp_run(const char *const *argv, const struct tp_opts *o)
 {
 	return tp_wait(tp_spawn(argv, o));
+}
+
+int tp_capture(const char *const *argv, const struct tp_opts *o, char **out)
+{
+	*out = NULL;
+	int p[2];
+	if (pipe(p))
+		return -1;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		struct tp_opts c = o ? *o : (struct tp_opts){ 0 };
+		c.out = NULL;
+		child_setup(&c);
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	/* Read to the end even without memory, so the child never blocks on a full pipe. */
+	size_t n = 0, cap = 1 << 16;
+	char *b = malloc(cap), sink[4096];
+	ssize_t r;
+	for (;;) {
+		if (b && n + 1 == cap) {
+			char *nb = realloc(b, cap * 2);
+			if (!nb) {
+				free(b);
+				b = NULL;
+			}
+			b = nb, cap *= 2;
+		}
+		r = b ? read(p[0], b + n, cap - 1 - n) : read(p[0], sink, sizeof(sink));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (b)
+			n += (size_t)r;
+	}
+	if (b)
+		b[n] = '\0';
+	close(p[0]);
+	*out = b;
+	return tp_wait(pid);
+}
+
+int tp_capture_buf(const char *const *argv, const struct tp_opts *o, char *out, size_t len)
+{
+	char *all;
+	int rc = tp_capture(argv, o, &all);
+	if (out && len)
+		snprintf(out, len, "%s", all ? all : "");
+	if (rc || (all && strstr(all, "FAIL")))
+		fprintf(stderr, "  %s said (rc %d):\n%s", argv[0], rc, all ? all : "");
+	free(all);
+	return rc;
 }
 
 static size_t count(const char *const *v)

@@ -14,7 +14,8 @@ struct tp_opts {
 	const char *const *unset; /* names removed from the child's environment */
 	const char *const *env;   /* "K=V" set in the child, after `unset` */
 	const char *out;          /* stdout into this file (truncated); NULL: inherited */
-	const char *err;          /* stderr into this file (truncated); NULL: inherited */
+	const char *err;          /* stderr into this file (truncated); NULL: inherited; the same
+				   * string as `out`: into that one file (2>&1) */
 	long fsize;               /* RLIMIT_FSIZE in the child when > 0 (SIGXFSZ ignored) */
 };
 
@@ -26,6 +27,21 @@ int tp_wait(pid_t pid);
 
 /* tp_spawn then tp_wait. */
 int tp_run(const char *const *argv, const struct tp_opts *o);
+
+/*
+ * tp_spawn then tp_wait with the child's stdout read back through a pipe
+ * (`o->out` is not used): *out a malloc'd NUL-terminated copy of all of it
+ * (NULL when out of memory).  Its exit status, as tp_wait; -1 when it could
+ * not start.
+ */
+int tp_capture(const char *const *argv, const struct tp_opts *o, char **out);
+
+/*
+ * tp_capture into out (at most len - 1 bytes, NUL-terminated); when the
+ * status is not 0 or the output says FAIL (the helpers' word for a failed
+ * check), what it said goes to stderr under argv[0].
+ */
+int tp_capture_buf(const char *const *argv, const struct tp_opts *o, char *out, size_t len);
 
 /*
  * $B/spmtap with `pre` (may be NULL) then `args`, started outside this

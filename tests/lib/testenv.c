@@ -124,6 +124,14 @@ const char *testenv_path(const char *dir, const char *name)
 	return buf[k];
 }
 
+const char *testenv_dispatch_truth(void)
+{
+	static char truth[PATH_MAX];
+	snprintf(truth, sizeof(truth), "%s/dispatch_truth.jsonl", testenv_tmpdir());
+	setenv("SPMTAP_EMU_DISPATCH_TRUTH", truth, 1);
+	return truth;
+}
+
 const char *testenv_need_emu_shim(void)
 {
 	char shim[PATH_MAX];

@@ -33,6 +33,13 @@ const char *testenv_tmpdir(void);
 const char *testenv_path(const char *dir, const char *name);
 
 /*
+ * The per-dispatch truth file of this emulated run ($tmpdir/dispatch_truth.jsonl),
+ * exported as SPMTAP_EMU_DISPATCH_TRUTH for the apps the suite starts; call
+ * after testenv_under_emu.  The path stays valid for the whole run.
+ */
+const char *testenv_dispatch_truth(void);
+
+/*
  * The end of a suite's main(): remove its temporary directory `dir` unless
  * SPMTAP_KEEP_TMP is set.  Returns rc, or 1 when rc is 0 and the directory
  * could not be removed.
