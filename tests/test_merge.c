@@ -269,8 +269,8 @@ static bool same_rows(const char *a, const char *b, bool csv)
 	char sql[PATH_MAX + 64];
 	snprintf(sql, sizeof(sql), "ATTACH '%s' AS b", b);
 	bool ok = sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK;
-	const char *fixed[] = { "node", "stream", "metric", "slice" };
-	for (size_t i = 0; ok && i < 4; i++) {
+	const char *fixed[] = { "node", "stream", "metric", "slice", "kernel_dispatch" };
+	for (size_t i = 0; ok && i < 5; i++) {
 		const char *cols = !strcmp(fixed[i], "node")		      ? "node, hostname, rank, clock_method, max_bound_ns"
 				   : csv && !strcmp(fixed[i], "slice") ? "node, start_ns, end_ns, name"
 								       : "*";
@@ -613,6 +613,170 @@ static void test_craypm(void)
 	}
 }
 
+/*
+ * The nodes' kernel dispatches (synjob: even nodes, NAME_kernels.csv and
+ * kernel_dispatch) in the merged kernel_dispatch of a merged file: every
+ * timed one at its true reference time (the synthetic clock is linear, so
+ * the interpolated offsets are exact but for the ns rounding of the
+ * recorded local instant and offsets: <= 1 ns, far inside every bound),
+ * the untimed one kept without times, counts per node and name equal.
+ */
+static void kernels_in(const char *db)
+{
+	sqlite3 *h = NULL;
+	CU_ASSERT_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	sqlite3_stmt *st = NULL;
+	CU_ASSERT_FATAL(sqlite3_prepare_v2(h, "SELECT start_ns, end_ns FROM kernel_dispatch WHERE node = ?1 AND "
+					      "kernel = ?2 AND queue_id = ?3 ORDER BY abs(start_ns - ?4) LIMIT 1",
+					   -1, &st, NULL) == SQLITE_OK);
+	int64_t total = 0, worst = 0;
+	for (unsigned k = 0; k < NODES; k++) {
+		json_t *td = json_object_get(tnode(k), "dispatches");
+		CU_ASSERT_EQUAL(json_array_size(td), synjob_ndisp(k));
+		size_t i;
+		json_t *d;
+		json_array_foreach(td, i, d)
+		{
+			int64_t t0 = tint(d, "start_ns"), t1 = tint(d, "end_ns");
+			sqlite3_bind_int64(st, 1, k);
+			sqlite3_bind_text(st, 2, json_string_value(json_object_get(d, "kernel")), -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 3, tint(d, "queue"));
+			sqlite3_bind_int64(st, 4, t0);
+			CU_ASSERT_EQUAL_FATAL(sqlite3_step(st), SQLITE_ROW);
+			int64_t e0 = llabs(sqlite3_column_int64(st, 0) - t0), e1 = llabs(sqlite3_column_int64(st, 1) - t1);
+			worst = e0 > worst ? e0 : worst;
+			worst = e1 > worst ? e1 : worst;
+			CU_ASSERT(e0 <= 1 && e1 <= 1 && e0 <= synjob_bound(k) + 1);
+			sqlite3_reset(st);
+		}
+		/* counts per node and name: the truth's, and the one untimed dispatch without times */
+		for (unsigned n = 0; n < 3; n++) {
+			unsigned want = 0;
+			for (unsigned x = 0; x < synjob_ndisp(k); x++)
+				want += !strcmp(synjob_kname(x), synjob_kname(n));
+			sqlite3_stmt *c = NULL;
+			sqlite3_prepare_v2(h, "SELECT count(*) FROM kernel_dispatch WHERE node = ?1 AND kernel = ?2", -1, &c,
+					   NULL);
+			sqlite3_bind_int64(c, 1, k);
+			sqlite3_bind_text(c, 2, synjob_kname(n), -1, SQLITE_STATIC);
+			CU_ASSERT(sqlite3_step(c) == SQLITE_ROW && sqlite3_column_int64(c, 0) == want);
+			sqlite3_finalize(c);
+		}
+		CU_ASSERT_EQUAL(q_int(h, "SELECT count(*) FROM kernel_dispatch WHERE node = %u AND kernel = 'untimed' AND "
+				      "start_ns IS NULL AND status = -1", k), synjob_ndisp(k) ? 1 : 0);
+		total += synjob_ndisp(k) + (synjob_ndisp(k) ? 1 : 0);
+	}
+	sqlite3_finalize(st);
+	fprintf(stderr, "(%s: worst |merged - true| %lld ns) ", strrchr(db, '/') + 1, (long long)worst);
+	/* SELECT node, kernel, count(*) ... GROUP BY 1,2: as many groups as the truth has (node, name) pairs */
+	unsigned groups = 0;
+	for (unsigned k = 0; k < NODES; k++)
+		groups += synjob_ndisp(k) ? 4 : 0;
+	CU_ASSERT_EQUAL(q_int(h, "SELECT count(*) FROM (SELECT node, kernel, count(*) FROM kernel_dispatch GROUP BY 1, 2)"),
+			groups);
+	CU_ASSERT_EQUAL(q_int(h, "SELECT count(*) FROM kernel_dispatch"), total);
+	/* kernel_samples_<id>: a node's samples beside its own dispatches only (every node has a GPU 0) */
+	int64_t ns = q_int(h, "SELECT count(*) FROM stream");
+	int64_t joined = 0;
+	for (int64_t i = 1; i <= ns; i++) {
+		int64_t sn = q_int(h, "SELECT node FROM stream WHERE id = %lld", (long long)i);
+		CU_ASSERT_EQUAL(q_int(h, "SELECT count(*) FROM kernel_samples_%lld WHERE node != %lld", (long long)i,
+				      (long long)sn), 0);
+		joined += q_int(h, "SELECT count(*) FROM kernel_samples_%lld", (long long)i);
+		/* the same count as joining by hand on node and GPU */
+		CU_ASSERT_EQUAL(q_int(h, "SELECT count(*) FROM kernel_samples_%lld", (long long)i),
+				q_int(h, "SELECT count(*) FROM kernel_dispatch d JOIN samples_%lld x ON x.host_ns >= d.start_ns "
+					 "AND x.host_ns < d.end_ns WHERE d.node = %lld AND d.gpu = (SELECT gpu FROM stream "
+					 "WHERE id = %lld)", (long long)i, (long long)sn, (long long)i));
+	}
+	CU_ASSERT(joined > 0);
+	sqlite3_close(h);
+}
+
+static void test_kernels(void)
+{
+	kernels_in(merged);
+	/* from the CSV inputs (NAME_kernels.csv, quoted names): the same rows (csv_inputs compares them too) */
+	if (access(testenv_path(dir, "fromcsv.db"), F_OK))
+		CU_ASSERT_EQUAL_FATAL(sh("'%s' merge -d '%s' -o fromcsv -f sqlite %s", spmtap(), dir,
+					 inputs(job, true, NODES)), 0);
+	kernels_in(testenv_path(dir, "fromcsv.db"));
+	/* one node's per-kernel tables through report --node */
+	CU_ASSERT_EQUAL(sh("'%s' report '%s' --node 2", spmtap(), merged), 0);
+	CU_ASSERT(out_has("gemm_f32") && out_has("reduce<int, 4>"));
+	CU_ASSERT_EQUAL(sh("'%s' report '%s' --node 1", spmtap(), merged), 0);
+	CU_ASSERT(!out_has("gemm_f32"));
+}
+
+/* The timed dispatches as "kernel" slices on their queue's track, under their node's process, at the true times. */
+static void test_kernels_perfetto(void)
+{
+	size_t len;
+	uint8_t *b = (uint8_t *)tf_slurp(testenv_path(dir, "m.pftrace"), &len);
+	CU_ASSERT_FATAL(b != NULL);
+	Perfetto__Protos__Trace *t = perfetto__protos__trace__unpack(NULL, len, b);
+	free(b);
+	CU_ASSERT_FATAL(t != NULL);
+	enum { MAXT = 512 };
+	static uint64_t uuid[MAXT], parent[MAXT];
+	static int pid[MAXT], kq[MAXT];
+	size_t nt = 0;
+	for (size_t i = 0; i < t->n_packet && nt < MAXT; i++) {
+		Perfetto__Protos__TrackDescriptor *d = t->packet[i]->track_descriptor;
+		if (!d)
+			continue;
+		uuid[nt] = d->uuid;
+		parent[nt] = d->has_parent_uuid ? d->parent_uuid : 0;
+		pid[nt] = d->process ? d->process->pid : 0;
+		unsigned q, p;
+		kq[nt] = d->name && sscanf(d->name, "kernels: queue %u (pid %u)", &q, &p) == 2 ? (int)q : 0;
+		nt++;
+	}
+	static struct pft_state ps;
+	memset(&ps, 0, sizeof(ps));
+	unsigned per_node[NODES] = { 0 }, at_truth = 0, total = 0;
+	for (size_t i = 0; i < t->n_packet; i++) {
+		uint64_t ts, tr;
+		CU_ASSERT_FATAL(pft_resolve(&ps, t->packet[i], &ts, &tr) == 0);
+		Perfetto__Protos__TrackEvent *e = t->packet[i]->track_event;
+		if (!e || e->type != PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
+			continue;
+		uint64_t u = e->has_track_uuid ? e->track_uuid : tr;
+		size_t j = 0;
+		while (j < nt && uuid[j] != u)
+			j++;
+		if (j == nt || !kq[j])
+			continue;
+		/* the node: the process above the queue's track (through its GPU's) */
+		int node = -1;
+		for (int hop = 0; hop < 8 && node < 0 && u; hop++) {
+			size_t x = 0;
+			while (x < nt && uuid[x] != u)
+				x++;
+			if (x == nt)
+				break;
+			if (pid[x])
+				node = pid[x] - 1;
+			u = parent[x];
+		}
+		CU_ASSERT_FATAL(node >= 0 && node < NODES);
+		per_node[node]++;
+		total++;
+		size_t k;
+		json_t *d;
+		json_array_foreach(json_object_get(tnode((unsigned)node), "dispatches"), k, d)
+		if (e->name && !strcmp(e->name, json_string_value(json_object_get(d, "kernel"))) &&
+		    tint(d, "queue") == kq[j] && llabs((int64_t)ts - tint(d, "start_ns")) <= 1) {
+			at_truth++;
+			break;
+		}
+	}
+	perfetto__protos__trace__free_unpacked(t, NULL);
+	for (unsigned k = 0; k < NODES; k++)
+		CU_ASSERT_EQUAL(per_node[k], synjob_ndisp(k));
+	CU_ASSERT(total > 0 && at_truth == total);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
@@ -625,6 +789,8 @@ int main(int argc, char **argv)
 		{ "replace", test_replace, NULL },
 		{ "mpi", test_mpi, need_mpi },
 		{ "craypm", test_craypm, NULL },
+		{ "kernels", test_kernels, NULL },
+		{ "kernels_perfetto", test_kernels_perfetto, NULL },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(dir))
@@ -632,7 +798,7 @@ int main(int argc, char **argv)
 	snprintf(job, sizeof(job), "%s/job", dir);
 	snprintf(merged, sizeof(merged), "%s/m.db", dir);
 	struct synjob j = { .dir = job, .nodes = NODES, .seconds = SECONDS, .spm_hz = SPM_HZ, .smi_hz = SMI_HZ,
-			    .phases = PHASES, .csv = 1, .sqlite = 1, .no_job_node = -1 };
+			    .phases = PHASES, .csv = 1, .sqlite = 1, .no_job_node = -1, .kernels = 1 };
 	int rc = synjob_make(&j);
 	json_error_t je;
 	truth = rc ? NULL : json_load_file(testenv_path(job, "truth.json"), 0, &je);

@@ -596,7 +596,7 @@ static void test_merge(void)
 	snprintf(job, sizeof(job), "%s", path("job"));
 	snprintf(d, sizeof(d), "%s", path("merged"));
 	struct synjob j = { .dir = job, .nodes = 4, .seconds = 0.3, .spm_hz = 2000, .smi_hz = 100, .phases = 3,
-			    .sqlite = 1, .no_job_node = -1 };
+			    .sqlite = 1, .no_job_node = -1, .kernels = 1 };
 	CU_ASSERT_EQUAL_FATAL(synjob_make(&j), 0);
 	mkdir(d, 0755);
 	snprintf(cmd, sizeof(cmd), "%s/spmtap merge -d %s -o m -f otf2,sqlite", testenv_build_dir(), d);
@@ -611,6 +611,26 @@ static void test_merge(void)
 	const char *out = sh("/usr/bin/python3 %s %s/m.otf2/traces.otf2 %s/m.db 2>&1", compare_script(), d, d);
 	printf("\n    merged: %s", out);
 	CU_ASSERT_EQUAL(sh_rc, 0);
+	/* the nodes' kernel dispatches (synjob: even nodes): the merged kernel_dispatch's timed rows as regions */
+	const char *kr = sh("/usr/bin/python3 -c 'import otf2, collections, sqlite3\n"
+			    "want = collections.Counter(sqlite3.connect(\"%s/m.db\").execute(\"SELECT start_ns, end_ns, kernel "
+			    "FROM kernel_dispatch WHERE start_ns IS NOT NULL\").fetchall())\n"
+			    "got = collections.Counter(); st = collections.defaultdict(list)\n"
+			    "with otf2.reader.open(\"%s/m.otf2/traces.otf2\") as t:\n"
+			    "  for l, e in t.events:\n"
+			    "    if not l.name.startswith(\"kernels queue\"): continue\n"
+			    "    k = (l.group.name, l.name)\n"
+			    "    if type(e).__name__ == \"Enter\": st[k].append(e)\n"
+			    "    elif type(e).__name__ == \"Leave\":\n"
+			    "      b = st[k].pop(); got[(b.time, e.time, e.region.name)] += 1\n"
+			    "print(sum(want.values()), sum(got.values()), int(want == got))' 2>&1",
+			    d, d);
+	printf("\n    merged kernels in SQLite, in OTF2, equal: %s", kr);
+	int kw = 0, kg = 0, ke = 0;
+	CU_ASSERT_EQUAL(sscanf(kr, "%d %d %d", &kw, &kg, &ke), 3);
+	CU_ASSERT_EQUAL(kw, (int)(synjob_ndisp(0) + synjob_ndisp(2)));
+	CU_ASSERT_EQUAL(kg, kw);
+	CU_ASSERT_EQUAL(ke, 1);
 	const char *g = sh("otf2-print -G %s/m.otf2/traces.otf2 | grep -c '^LOCATION_GROUP.*(rank [0-3])'", d);
 	CU_ASSERT_EQUAL(atoi(g), 4);
 	for (unsigned k = 0; k < 4; k++) {

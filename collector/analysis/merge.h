@@ -57,6 +57,7 @@ struct mg_node {
 	char *db;              /* the SQLite file, or NULL: CSV */
 	char *spm_csv, *smi_csv, *phases_csv; /* CSV files that exist (or NULL) */
 	char *pm_csv;                         /* NAME_craypm.csv beside either kind (record --cray), or NULL */
+	char *kernels_csv;                    /* NAME_kernels.csv beside either kind, or NULL */
 	json_t *meta;
 	struct mg_clock clk;
 	bool job;              /* it has a "job" object */
@@ -93,21 +94,33 @@ struct mg_sink {
 	int (*begin)(void *ctx, const struct series_stream *s, char *err, size_t errlen);
 	int (*write)(void *ctx, const struct series_chunk *c, char *err, size_t errlen);
 	int (*slice)(void *ctx, const struct series_slice *s, char *err, size_t errlen);
+	/* The node's kernel dispatches, once, after its slices (writer_ops.dispatches). */
+	int (*dispatches)(void *ctx, const struct series_dispatch *d, size_t n, char *err, size_t errlen);
 };
 
 /* What a node's pass counted, for the summary and the tests. */
 struct mg_node_stats {
 	uint64_t samples, slices;
+	uint64_t dispatches; /* kernel dispatches carried (mapped or not) */
 	bool truncated; /* fewer rows than the metadata says, or a cut last row */
 };
 
 /*
  * Node n's calls to sink: node, streams, every sample time-mapped in
- * chunks of at most chunk rows, slices.  A truncated input is an error
+ * chunks of at most chunk rows, slices, kernel dispatches.  A truncated input is an error
  * unless accept_truncated.
  */
 int mg_node_emit(const struct mg_node *n, uint32_t chunk, bool accept_truncated, const struct mg_sink *sink,
 		 struct mg_node_stats *st, char *err, size_t errlen);
+
+/*
+ * Node n's kernel dispatches (merge_kernels.c): kernel_dispatch of its .db,
+ * else NAME_kernels.csv; times mapped as its samples are; each mapped one a
+ * "kernel" slice, then all of them to sink->dispatches.  The node's
+ * dispatches are held in memory together.  *count: how many.
+ */
+int mg_node_kernels(const struct mg_node *n, const struct mg_sink *sink, uint64_t *count, char *err,
+		    size_t errlen);
 
 /* The outputs: DIR/NAME.db, DIR/NAME.pftrace and DIR/NAME_meta.json, replaced as record does. */
 struct mg_out;

@@ -30,6 +30,7 @@ void mg_node_free(struct mg_node *n)
 	free(n->smi_csv);
 	free(n->phases_csv);
 	free(n->pm_csv);
+	free(n->kernels_csv);
 	json_decref(n->meta);
 	mg_clock_free(&n->clk);
 	memset(n, 0, sizeof(*n));
@@ -120,6 +121,7 @@ int mg_node_open(struct mg_node *n, const char *path, uint32_t order, char *err,
 		n->phases_csv = src.phases.path ? strdup(src.phases.path) : NULL;
 	}
 	n->pm_csv = pm_csv_of(n->db ? n->db : n->meta_path);
+	n->kernels_csv = src.kernels.path ? strdup(src.kernels.path) : NULL;
 	rec_src_free(&src);
 	if (!n->meta)
 		return spmtap_seterr(err, errlen, EBADMSG, "%s: unreadable: %s", path, e2);
@@ -873,6 +875,8 @@ int mg_node_emit(const struct mg_node *n, uint32_t chunk, bool accept_truncated,
 	int rc = sink->node(sink->ctx, &sn, err, errlen);
 	if (!rc)
 		rc = n->db ? emit_sqlite(&E) : emit_csv(&E);
+	if (!rc)
+		rc = mg_node_kernels(n, sink, &st->dispatches, err, errlen);
 	/* rows against the metadata: fewer is a truncated input */
 	for (size_t i = 0; !rc && i < E.nb; i++)
 		if (E.b[i].rows_expected >= 0 && E.b[i].rows < E.b[i].rows_expected)

@@ -172,10 +172,21 @@ static int out_slice(void *ctx, const struct series_slice *s, char *err, size_t 
 	return 0;
 }
 
+static int out_dispatches(void *ctx, const struct series_dispatch *d, size_t n, char *err, size_t errlen)
+{
+	struct mg_out *o = ctx;
+	for (size_t i = 0; i < o->nw; i++) {
+		int rc = o->ops[i]->dispatches ? o->ops[i]->dispatches(o->w[i], d, n, err, errlen) : 0;
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 struct mg_sink mg_out_sink(struct mg_out *o)
 {
 	return (struct mg_sink){ .ctx = o, .node = out_node, .begin = out_begin, .write = out_write,
-				 .slice = out_slice };
+				 .slice = out_slice, .dispatches = out_dispatches };
 }
 
 /* The merged recording's metadata: what was merged, and how each node's clock was aligned. */

@@ -8,7 +8,8 @@
  *   'N' key rank bound  hostname recording method
  *   'S' id gpu gpu_id xcc ncols  source device tick  ncols x (type name unit)
  *   'C' id n has_ticks  host[n] [ticks[n]]  ncols x (values[n] has_missing [bitmap])
- *   'L' start end track depth pid has_cat  name [category]
+ *   'L' start end track depth pid gpu  name category
+ *   'K' n  n x (corr queue index sticks eticks start end pid tid grid[3] wg[3] status gpu  kernel)
  *   'E' the end: a file without it was cut
  */
 #include <errno.h>
@@ -122,8 +123,27 @@ static int sp_slice(void *ctx, const struct series_slice *s, char *err, size_t e
 	rc = rc ? rc : put_u32(sp, s->track);
 	rc = rc ? rc : put_u32(sp, s->depth);
 	rc = rc ? rc : put_u32(sp, s->pid);
+	rc = rc ? rc : put_u32(sp, s->gpu);
 	rc = rc ? rc : put_str(sp, s->name);
 	rc = rc ? rc : put_str(sp, s->category);
+	return rc ? io_err(sp, err, errlen) : 0;
+}
+
+static int sp_dispatches(void *ctx, const struct series_dispatch *d, size_t n, char *err, size_t errlen)
+{
+	struct mg_spill *sp = ctx;
+	int rc = put(sp, "K", 1);
+	rc = rc ? rc : put_i64(sp, (int64_t)n);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const struct series_dispatch *x = &d[i];
+		int64_t v[] = { (int64_t)x->corr_id, (int64_t)x->queue_id, (int64_t)x->packet_index,
+				(int64_t)x->start_ticks, (int64_t)x->end_ticks, x->start_ns, x->end_ns };
+		uint32_t u[] = { x->pid, x->tid, x->grid[0], x->grid[1], x->grid[2], x->wg[0], x->wg[1], x->wg[2],
+				 (uint32_t)x->status, (uint32_t)x->gpu };
+		rc = put(sp, v, sizeof(v));
+		rc = rc ? rc : put(sp, u, sizeof(u));
+		rc = rc ? rc : put_str(sp, x->kernel);
+	}
 	return rc ? io_err(sp, err, errlen) : 0;
 }
 
@@ -146,7 +166,8 @@ int mg_spill_open(struct mg_spill **out, const char *path, char *err, size_t err
 
 struct mg_sink mg_spill_sink(struct mg_spill *sp)
 {
-	return (struct mg_sink){ .ctx = sp, .node = sp_node, .begin = sp_begin, .write = sp_write, .slice = sp_slice };
+	return (struct mg_sink){ .ctx = sp, .node = sp_node, .begin = sp_begin, .write = sp_write, .slice = sp_slice,
+				 .dispatches = sp_dispatches };
 }
 
 int mg_spill_close(struct mg_spill *sp, char *err, size_t errlen)
@@ -344,6 +365,7 @@ int mg_spill_replay(const char *path, const struct mg_sink *sink, char *err, siz
 			s.track = get_u32(&r);
 			s.depth = get_u32(&r);
 			s.pid = get_u32(&r);
+			s.gpu = get_u32(&r);
 			char *name = get_str(&r), *cat = get_str(&r);
 			s.name = name;
 			s.category = cat;
@@ -352,6 +374,38 @@ int mg_spill_replay(const char *path, const struct mg_sink *sink, char *err, siz
 				rc = sink->slice(sink->ctx, &s, err, errlen);
 			free(name);
 			free(cat);
+		} else if (tag == 'K') {
+			int64_t n = get_i64(&r);
+			if (r.bad || n < 0 || n > (1ll << 32)) {
+				r.bad = true;
+				break;
+			}
+			struct series_dispatch *d = calloc(n ? (size_t)n : 1, sizeof(*d));
+			if (!d) {
+				rc = spmtap_seterr(err, errlen, ENOMEM, "out of memory");
+				break;
+			}
+			for (int64_t i = 0; i < n && !r.bad; i++) {
+				int64_t v[7];
+				uint32_t u[10];
+				get(&r, v, sizeof(v));
+				get(&r, u, sizeof(u));
+				d[i] = (struct series_dispatch){
+					.corr_id = (uint64_t)v[0], .queue_id = (uint64_t)v[1], .packet_index = (uint64_t)v[2],
+					.start_ticks = (uint64_t)v[3], .end_ticks = (uint64_t)v[4], .start_ns = v[5],
+					.end_ns = v[6], .pid = u[0], .tid = u[1], .grid = { u[2], u[3], u[4] },
+					.wg = { u[5], u[6], u[7] }, .status = (int32_t)u[8], .gpu = (int32_t)u[9],
+					.node = node,
+				};
+				/* "" is written as a one-byte string and comes back as ""; NULL never is */
+				char *k = get_str(&r);
+				d[i].kernel = k ? k : strdup("");
+			}
+			if (!r.bad && sink->dispatches)
+				rc = sink->dispatches(sink->ctx, d, (size_t)n, err, errlen);
+			for (int64_t i = 0; i < n; i++)
+				free((char *)d[i].kernel);
+			free(d);
 		} else {
 			r.bad = true;
 		}

@@ -189,7 +189,14 @@ static int load_sqlite(struct recording *r, const char *path, char *err, size_t 
 		rc = 1;
 	sqlite3_finalize(st);
 	st = NULL;
-	if (c == SQLITE_OK && !rc)
+	if (c == SQLITE_OK && !rc && r->node >= 0) {
+		/* a merged job recording read as node N (PATH#node=N): that node's dispatches only */
+		char q[96];
+		snprintf(q, sizeof(q), "SELECT * FROM kernel_dispatch WHERE node = %d", (int)r->node);
+		/* a file merged before dispatches were carried has no node column, and no dispatches */
+		if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+			c = sqlite3_prepare_v2(db, "SELECT * FROM kernel_dispatch WHERE 0", -1, &st, NULL);
+	} else if (c == SQLITE_OK && !rc)
 		c = sqlite3_prepare_v2(db, "SELECT * FROM kernel_dispatch", -1, &st, NULL);
 	int idx[C_N];
 	for (int i = 0; i < C_N; i++)

@@ -109,6 +109,7 @@ struct series_dispatch {
 	int32_t status;           /* 0 timed; < 0 the tool could not time it */
 	int32_t gpu;              /* spmtap GPU index (series_stream.gpu) of the recording; -1 unknown */
 	const char *kernel;       /* "" when no frozen executable named it */
+	uint32_t node;            /* a merged job recording: its node (series_node.node); else 0 */
 };
 
 #endif

@@ -34,6 +34,14 @@ const char sqlk_schema_sql[] =
 	"CREATE VIEW kernel_dispatch_v AS\n"
 	"  SELECT *, end_ns - start_ns AS dur_ns FROM kernel_dispatch;\n";
 
+/* After sqlk_schema_sql, in a merged file: the view is made again so that it shows the column too. */
+const char sqlk_merged_sql[] =
+	"ALTER TABLE kernel_dispatch ADD COLUMN node INTEGER NOT NULL DEFAULT 0;\n"
+	"CREATE INDEX kernel_dispatch_by_node ON kernel_dispatch(node, gpu, start_ns);\n"
+	"DROP VIEW kernel_dispatch_v;\n"
+	"CREATE VIEW kernel_dispatch_v AS\n"
+	"  SELECT *, end_ns - start_ns AS dur_ns FROM kernel_dispatch;\n";
+
 /* The dispatch columns every kernel_samples_<id> view has: a counter of that name gets v<col> instead. */
 static const char *const fixed[] = { "corr_id", "kernel", "gpu", "queue_id", "pid", "tid", "status",
 				     "start_ns", "end_ns", "host_ns", "idx", "ticks", NULL };
@@ -73,8 +81,10 @@ static void add(struct buf *b, const char *fmt, ...)
 }
 
 /* A column name SQLite takes as it is inside double quotes: printable ASCII; a quote is doubled. */
-static bool usable(const char *name)
+static bool usable(const char *name, bool merged)
 {
+	if (merged && name && !strcasecmp(name, "node"))
+		return false;
 	if (!name || !*name || strlen(name) > 200)
 		return false;
 	for (const char *p = name; *p; p++)
@@ -93,18 +103,19 @@ static bool usable(const char *name)
  * through an automatic index on gpu: about 10^4 times slower on 10^4
  * dispatches.
  */
-char *sqlk_stream_view_sql(uint32_t id, uint32_t gpu, uint32_t ncols, const struct series_column *cols)
+char *sqlk_stream_view_sql(uint32_t id, uint32_t gpu, int64_t node, uint32_t ncols,
+			   const struct series_column *cols)
 {
 	struct buf b = { 0 };
 	add(&b,
 	    "CREATE VIEW kernel_samples_%u AS\n"
 	    "  SELECT d.corr_id AS corr_id, d.kernel AS kernel, d.gpu AS gpu, d.queue_id AS queue_id, d.pid AS pid,\n"
 	    "         d.tid AS tid, d.status AS status, d.start_ns AS start_ns, d.end_ns AS end_ns,\n"
-	    "         x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks",
-	    id);
+	    "         x.host_ns AS host_ns, x.idx AS idx, x.ticks AS ticks%s",
+	    id, node >= 0 ? ", d.node AS node" : "");
 	for (uint32_t c = 0; c < ncols; c++) {
 		const char *n = cols[c].name;
-		bool ok = usable(n);
+		bool ok = usable(n, node >= 0);
 		/* a name used twice in the stream (or differing only in case) keeps v<col> for the second */
 		for (uint32_t k = 0; ok && k < c; k++)
 			ok = !cols[k].name || strcasecmp(cols[k].name, n);
@@ -120,8 +131,12 @@ char *sqlk_stream_view_sql(uint32_t id, uint32_t gpu, uint32_t ncols, const stru
 	add(&b,
 	    "\n  FROM kernel_dispatch d CROSS JOIN samples_%u x\n"
 	    "    ON x.host_ns >= d.start_ns AND x.host_ns < d.end_ns\n"
-	    "  WHERE d.gpu = %u;\n",
+	    "  WHERE d.gpu = %u",
 	    id, gpu);
+	/* merged: the same node's dispatches only (every node has a GPU 0) */
+	if (node >= 0)
+		add(&b, " AND d.node = %lld", (long long)node);
+	add(&b, ";\n");
 	if (b.oom) {
 		free(b.s);
 		return NULL;
@@ -129,14 +144,18 @@ char *sqlk_stream_view_sql(uint32_t id, uint32_t gpu, uint32_t ncols, const stru
 	return b.s;
 }
 
-int sqlk_insert(sqlite3 *db, const struct series_dispatch *d, size_t n)
+int sqlk_insert(sqlite3 *db, const struct series_dispatch *d, size_t n, bool merged)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(db,
-				    "INSERT INTO kernel_dispatch(corr_id, pid, tid, queue_id, packet_index, kernel, "
-				    "grid_x, grid_y, grid_z, wg_x, wg_y, wg_z, start_ns, end_ns, start_ticks, "
-				    "end_ticks, status, gpu) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-				    "?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+				    merged ? "INSERT INTO kernel_dispatch(corr_id, pid, tid, queue_id, packet_index, kernel, "
+					     "grid_x, grid_y, grid_z, wg_x, wg_y, wg_z, start_ns, end_ns, start_ticks, "
+					     "end_ticks, status, gpu, node) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+					     "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+					   : "INSERT INTO kernel_dispatch(corr_id, pid, tid, queue_id, packet_index, kernel, "
+					     "grid_x, grid_y, grid_z, wg_x, wg_y, wg_z, start_ns, end_ns, start_ticks, "
+					     "end_ticks, status, gpu) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+					     "?12, ?13, ?14, ?15, ?16, ?17, ?18)",
 				    -1, &st, NULL);
 	for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
 		const struct series_dispatch *x = &d[i];
@@ -164,6 +183,8 @@ int sqlk_insert(sqlite3 *db, const struct series_dispatch *d, size_t n)
 			rc = sqlite3_bind_int64(st, 17, x->status);
 		if (rc == SQLITE_OK)
 			rc = x->gpu >= 0 ? sqlite3_bind_int64(st, 18, x->gpu) : sqlite3_bind_null(st, 18);
+		if (rc == SQLITE_OK && merged)
+			rc = sqlite3_bind_int64(st, 19, x->node);
 		if (rc == SQLITE_OK) {
 			rc = sqlite3_step(st);
 			rc = rc == SQLITE_DONE ? SQLITE_OK : rc;

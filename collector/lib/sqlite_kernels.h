@@ -10,19 +10,28 @@
 #define SPMTAP_COLLECTOR_SQLITE_KERNELS_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "collector/lib/series.h"
 
 extern const char sqlk_schema_sql[];
+/* A merged job recording (`spmtap merge`): kernel_dispatch gains its node column. */
+extern const char sqlk_merged_sql[];
 /*
  * CREATE VIEW kernel_samples_<id>: every (dispatch on GPU gpu, sample of
  * stream id with start_ns <= host_ns < end_ns), the counters under their
- * names (v<col> where a name cannot be a column).  malloc'd; NULL: no memory.
+ * names (v<col> where a name cannot be a column).  node >= 0 (a merged
+ * file): only that node's dispatches, and a node column.  malloc'd; NULL:
+ * no memory.
  */
-char *sqlk_stream_view_sql(uint32_t id, uint32_t gpu, uint32_t ncols, const struct series_column *cols);
-/* Every record into kernel_dispatch, in the caller's transaction: an SQLite result code. */
-int sqlk_insert(sqlite3 *db, const struct series_dispatch *d, size_t n);
+char *sqlk_stream_view_sql(uint32_t id, uint32_t gpu, int64_t node, uint32_t ncols,
+			   const struct series_column *cols);
+/*
+ * Every record into kernel_dispatch, in the caller's transaction (merged:
+ * with series_dispatch.node in the node column): an SQLite result code.
+ */
+int sqlk_insert(sqlite3 *db, const struct series_dispatch *d, size_t n, bool merged);
 
 #endif

@@ -846,7 +846,7 @@ static int make_stream_table(struct writer *w, struct sqlw_stream *ss, const str
 	if (rc)
 		return rc;
 	/* Its samples beside the dispatches on its GPU (sqlite_kernels.h): kernel_samples_<id>. */
-	char *view = sqlk_stream_view_sql(ss->id, s->gpu, s->ncols, s->cols);
+	char *view = sqlk_stream_view_sql(ss->id, s->gpu, w->merged ? (int64_t)s->node : -1, s->ncols, s->cols);
 	rc = view ? exec(w, view, "creating a stream's kernel view", err, errlen)
 		  : fail_errno(w, ENOMEM, err, errlen, "%s: out of memory", w->path);
 	free(view);
@@ -1099,6 +1099,8 @@ static int sqlw_node(struct writer *w, const struct series_node *n, char *err, s
 		if (w->nstreams)
 			return spmtap_seterr(err, errlen, EINVAL, "%s: a node declared after streams", w->path);
 		rc = exec(w, merged_sql, "making a merged file", err, errlen);
+		if (!rc)
+			rc = exec(w, sqlk_merged_sql, "making a merged file's kernel dispatch table", err, errlen);
 		sqlite3_finalize(w->ins_stream);
 		sqlite3_finalize(w->ins_slice);
 		w->ins_stream = w->ins_slice = NULL;
@@ -1148,7 +1150,7 @@ static int sqlw_dispatches(struct writer *w, const struct series_dispatch *d, si
 	int rc = tx_begin(w, err, errlen);
 	if (rc)
 		return rc;
-	int src = sqlk_insert(w->db, d, n);
+	int src = sqlk_insert(w->db, d, n, w->merged);
 	if (src != SQLITE_OK)
 		return fail_sq(w, src, "writing kernel dispatches", err, errlen);
 	w->tx_rows += n;

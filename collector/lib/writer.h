@@ -52,6 +52,8 @@ struct writer_ops {
 	 * last write() and slice() and before note()/end() (the dispatches are
 	 * mapped only after the last clock pairs).  Perfetto gets them as
 	 * slices instead (category "kernel"); SQLite as its kernel_dispatch table.
+	 * `spmtap merge` calls it once per node, after that node's slices
+	 * (series_dispatch.node says which).
 	 */
 	int (*dispatches)(struct writer *w, const struct series_dispatch *d, size_t n, char *err, size_t errlen);
 	/* Finish and close; also frees w, whatever it returns. */

@@ -27,7 +27,19 @@ struct synjob {
 	unsigned phases;      /* equal phases over the recording */
 	int csv, sqlite;      /* which formats (both: two recordings per node: nodeK/ and nodeK.db) */
 	int no_job_node;      /* >= 0: this node's recording has no "job" object (else -1) */
+	int kernels;          /* even nodes get kernel dispatches (synjob_kernels); odd ones none */
 };
+
+/*
+ * Node k's dispatches with kernels set (k even): synjob_ndisp(k) timed ones
+ * at known reference instants (truth.json nodes[].dispatches: kernel,
+ * queue, start_ns, end_ns, the true reference times of their recorded local
+ * instants) named by synjob_kname(i), plus one the tool could not time
+ * (status -1, no times, kernel "untimed").  SQLite: kernel_dispatch; CSV:
+ * rec_kernels.csv beside.
+ */
+unsigned synjob_ndisp(unsigned k);
+const char *synjob_kname(unsigned i);
 
 /* Write the recordings and truth.json; 0 or -errno with a message on stderr. */
 int synjob_make(const struct synjob *j);
