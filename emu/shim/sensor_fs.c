@@ -10,6 +10,7 @@
  * on a read at offset 0, which is when the kernel's show() runs.
  */
 #include "emu/common/sensors.h"
+#include "emu/shim/kernel_activity.h"
 #include "emu/shim/shim.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +45,9 @@ static struct {
 	int n;
 	/* The driver cache: the window last served per GPU and its BOOTTIME, so a window repeats its bytes exactly. */
 	uint64_t cache_raw[EMU_MAX_GPUS], cache_boot[EMU_MAX_GPUS];
+	/* Power follows kernels: per GPU its kernel activity log (once some process has run PM4) and running integral. */
+	struct emu_kact_power kpow[EMU_MAX_GPUS];
+	char kpow_wl[EMU_MAX_GPUS][128]; /* the $SPMTAP_EMU_WORKLOAD its running integral is of */
 } emu_s;
 
 static void emu_sensor_load(void)
@@ -106,6 +111,38 @@ static uint64_t emu_now(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The GPU's shared state, where the CPs of every process log their
+ * dispatches (kernel_activity.h), when it exists: a read never creates it,
+ * so the sensors of a GPU that never ran a kernel stay the workload's.
+ */
+static struct emu_gpu_state *emu_sensor_gs(int gpu)
+{
+	if (emu_s.kpow[gpu].gs)
+		return emu_s.kpow[gpu].gs;
+	char path[PATH_MAX + 64];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/emu-state/gpu-%x.state", emu_p.sysfs, emu_s.d[gpu].gpu_id);
+	if (stat(path, &st) || st.st_size == 0)
+		return NULL;
+	pthread_mutex_lock(&emu_p.lock);
+	struct emu_gpu *g = emu_gpu_by_id(emu_s.d[gpu].gpu_id);
+	if (g && emu_gpu_regs(g))
+		emu_s.kpow[gpu].gs = g->gs;
+	pthread_mutex_unlock(&emu_p.lock);
+	return emu_s.kpow[gpu].gs;
+}
+
+static double emu_kpow_act(void *ctx, uint64_t t)
+{
+	return emu_kact_power_activity(ctx, t);
+}
+
+static double emu_kpow_int(void *ctx, uint64_t t)
+{
+	return emu_kact_power_integral(ctx, t);
+}
+
 /* Content of attribute `attr` of GPU `gpu` as a read now would see it; its length, or -1. */
 static ssize_t emu_sensor_generate(int gpu, int attr, unsigned char *buf, size_t len)
 {
@@ -123,6 +160,18 @@ static ssize_t emu_sensor_generate(int gpu, int attr, unsigned char *buf, size_t
 	}
 	if (emu_workload_parse(getenv("SPMTAP_EMU_WORKLOAD"), &w, err, sizeof(err)))
 		emu_log("bad SPMTAP_EMU_WORKLOAD: %s; using constant:1\n", err);
+	/* The activity the power model sees: the counters' (workload and kernels, kernel_activity.h). */
+	struct emu_kact_power *kp = &emu_s.kpow[gpu];
+	const char *wl = getenv("SPMTAP_EMU_WORKLOAD");
+	if (strncmp(emu_s.kpow_wl[gpu], wl ? wl : "", sizeof(emu_s.kpow_wl[gpu]) - 1)) {
+		kp->cached = false; /* a running integral of another background is no use */
+		snprintf(emu_s.kpow_wl[gpu], sizeof(emu_s.kpow_wl[gpu]), "%s", wl ? wl : "");
+	}
+	kp->wl_given = wl && *wl;
+	kp->w = &w;
+	struct emu_sensor_kernels kern = { emu_kpow_act, emu_kpow_int, kp };
+	if (emu_sensor_gs(gpu))
+		m.kernels = &kern;
 	/* The SMU transfer of a real read: the table is built after it. */
 	if (m.latency_ns) {
 		struct timespec ts = { (time_t)(m.latency_ns / 1000000000ull), (long)(m.latency_ns % 1000000000ull) };
