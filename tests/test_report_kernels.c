@@ -686,6 +686,7 @@ static void test_energy(void)
 	const double U0 = 1e-3, span = m.dies * (m.max_w - m.idle_w);
 	const double bound0 = 2 * (span * 1.25 * U0 + 1.0 / EMU_ENERGY_TICKS_PER_J); /* at the nominal spacing */
 	double Umax = U0;
+	int skipped = 0;
 	double worst = 0, b_hi = 0, b_lo = 0, tp_hi = -1, tp_lo = 1e9, dur_hi = 1, dur_lo = 1;
 	long hi_i = -1, lo_i = -1;
 	int matched = 0;
@@ -706,6 +707,16 @@ static void test_energy(void)
 		emu_sensor_truth(&m, &w, d->start * TICK_NS, &t0);
 		emu_sensor_truth(&m, &w, d->end * TICK_NS, &t1);
 		double want = t1.sensor_energy_j - t0.sensor_energy_j, got = jnum(e, "energy_wall_j");
+		if (isnan(got)) {
+			/*
+			 * A reader that missed updates (a loaded machine) leaves a hole the
+			 * analysis will not split: no energy, and says why.  Not a value to check.
+			 */
+			const char *why = json_string_value(json_object_get(e, "energy_reason"));
+			CU_ASSERT(why && strstr(why, "reading"));
+			skipped++;
+			continue;
+		}
 		double flat = m.dies * (m.idle_w + m.offset_w) * (double)(d->end - d->start) * TICK_NS * 1e-9;
 		worst = fmax(worst, fabs(got - want));
 		CU_ASSERT(fabs(got - want) <= bound);
@@ -721,8 +732,9 @@ static void test_energy(void)
 			tp_lo = tp, dur_lo = dur, lo_i = (long)i, b_lo = bound;
 	}
 	CU_ASSERT_EQUAL(matched, nd);
-	fprintf(stderr, "  energy: %d dispatches, worst |report - truth| %.6f J (nominal bound %.6f J; readings up to %.1f ms "
-		"apart near the dispatches)\n", matched, worst, bound0, Umax * 1e3);
+	CU_ASSERT(matched - skipped >= 4);
+	fprintf(stderr, "  energy: %d dispatches (%d without energy: readings missed), worst |report - truth| %.6f J (nominal bound %.6f J; readings up to %.1f ms "
+		"apart near the dispatches)\n", matched, skipped, worst, bound0, Umax * 1e3);
 	/*
 	 * A heavy kernel shows more power than a light one: the dispatches the
 	 * truth says drew the most and the least mean power (saxpy 0.8 and
