@@ -197,15 +197,13 @@ double emu_kact_power_integral(struct emu_kact_power *p, uint64_t t_ns)
 		r = emu_workload_integral(p->w, t_ns); /* before any dispatch: the workload alone */
 	} else {
 		/* From the running integral (either side of t), else from the first start. */
-		uint64_t c = p->cached ? p->cache_t : first;
-		double ic = p->cached ? p->cache_i : emu_workload_integral(p->w, first);
+		bool have = p->c && p->c->cached;
+		uint64_t c = have ? p->c->t : first;
+		double ic = have ? p->c->i : emu_workload_integral(p->w, first);
 		r = t_ns >= c ? ic + (t_ns > c ? emu_kact_range(p, kl, c, t_ns) : 0.0) : ic - emu_kact_range(p, kl, t_ns, c);
 		/* Cache only the past: a dispatch appended later starts at or after `now` (read under the lock). */
-		if (t_ns <= now && (!p->cached || t_ns > p->cache_t)) {
-			p->cached = true;
-			p->cache_t = t_ns;
-			p->cache_i = r;
-		}
+		if (p->c && t_ns <= now && (!have || t_ns > p->c->t))
+			*p->c = (struct emu_kact_power_cache){ true, t_ns, r };
 	}
 	emu_gs_unlock(p->gs);
 	return r;

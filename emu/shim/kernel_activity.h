@@ -87,17 +87,21 @@ static inline double emu_kact_block(double background, double level, double frac
 /*
  * Power follows kernels: the activity the power model sees is that of a
  * block at fraction 1 (SQ and SPI by default: the shader engines), i.e.
- * emu_kact_block(background, level, 1).  One per GPU per process: its
- * running integral (cache_t, cache_i) saves a read from integrating the log
- * from the first dispatch.
+ * emu_kact_block(background, level, 1).  The running integral (*c, one
+ * per GPU per process) saves a read from integrating the log from the
+ * first dispatch.
  */
+struct emu_kact_power_cache {
+	bool cached;
+	uint64_t t;  /* the integral up to here is i (s); never after the time a CP could still start at */
+	double i;
+};
+
 struct emu_kact_power {
 	struct emu_gpu_state *gs;
 	const struct emu_workload *w;
 	bool wl_given;
-	bool cached;
-	uint64_t cache_t; /* the integral up to here is cache_i (s); never after the time a CP could still start at */
-	double cache_i;
+	struct emu_kact_power_cache *c; /* per GPU per process, used under the GPU's lock; NULL: none */
 };
 
 /* p(t) as above; without any logged dispatch exactly emu_workload_activity(w, t). */

@@ -46,7 +46,8 @@ static struct {
 	/* The driver cache: the window last served per GPU and its BOOTTIME, so a window repeats its bytes exactly. */
 	uint64_t cache_raw[EMU_MAX_GPUS], cache_boot[EMU_MAX_GPUS];
 	/* Power follows kernels: per GPU its kernel activity log (once some process has run PM4) and running integral. */
-	struct emu_kact_power kpow[EMU_MAX_GPUS];
+	struct emu_gpu_state *kgs[EMU_MAX_GPUS];
+	struct emu_kact_power_cache kcache[EMU_MAX_GPUS];
 	char kpow_wl[EMU_MAX_GPUS][128]; /* the $SPMTAP_EMU_WORKLOAD its running integral is of */
 } emu_s;
 
@@ -118,8 +119,9 @@ static uint64_t emu_now(clockid_t c)
  */
 static struct emu_gpu_state *emu_sensor_gs(int gpu)
 {
-	if (emu_s.kpow[gpu].gs)
-		return emu_s.kpow[gpu].gs;
+	struct emu_gpu_state *gs = __atomic_load_n(&emu_s.kgs[gpu], __ATOMIC_ACQUIRE);
+	if (gs)
+		return gs;
 	char path[PATH_MAX + 64];
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/emu-state/gpu-%x.state", emu_p.sysfs, emu_s.d[gpu].gpu_id);
@@ -128,9 +130,9 @@ static struct emu_gpu_state *emu_sensor_gs(int gpu)
 	pthread_mutex_lock(&emu_p.lock);
 	struct emu_gpu *g = emu_gpu_by_id(emu_s.d[gpu].gpu_id);
 	if (g && emu_gpu_regs(g))
-		emu_s.kpow[gpu].gs = g->gs;
+		__atomic_store_n(&emu_s.kgs[gpu], g->gs, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&emu_p.lock);
-	return emu_s.kpow[gpu].gs;
+	return emu_s.kgs[gpu];
 }
 
 static double emu_kpow_act(void *ctx, uint64_t t)
@@ -161,17 +163,19 @@ static ssize_t emu_sensor_generate(int gpu, int attr, unsigned char *buf, size_t
 	if (emu_workload_parse(getenv("SPMTAP_EMU_WORKLOAD"), &w, err, sizeof(err)))
 		emu_log("bad SPMTAP_EMU_WORKLOAD: %s; using constant:1\n", err);
 	/* The activity the power model sees: the counters' (workload and kernels, kernel_activity.h). */
-	struct emu_kact_power *kp = &emu_s.kpow[gpu];
 	const char *wl = getenv("SPMTAP_EMU_WORKLOAD");
-	if (strncmp(emu_s.kpow_wl[gpu], wl ? wl : "", sizeof(emu_s.kpow_wl[gpu]) - 1)) {
-		kp->cached = false; /* a running integral of another background is no use */
-		snprintf(emu_s.kpow_wl[gpu], sizeof(emu_s.kpow_wl[gpu]), "%s", wl ? wl : "");
-	}
-	kp->wl_given = wl && *wl;
-	kp->w = &w;
-	struct emu_sensor_kernels kern = { emu_kpow_act, emu_kpow_int, kp };
-	if (emu_sensor_gs(gpu))
+	struct emu_kact_power kp = { emu_sensor_gs(gpu), &w, wl && *wl, &emu_s.kcache[gpu] };
+	struct emu_sensor_kernels kern = { emu_kpow_act, emu_kpow_int, &kp };
+	if (kp.gs) {
 		m.kernels = &kern;
+		/* a running integral of another background is no use (the cache is used under the GPU's lock) */
+		emu_gs_lock(kp.gs);
+		if (strncmp(emu_s.kpow_wl[gpu], wl ? wl : "", sizeof(emu_s.kpow_wl[gpu]) - 1)) {
+			emu_s.kcache[gpu].cached = false;
+			snprintf(emu_s.kpow_wl[gpu], sizeof(emu_s.kpow_wl[gpu]), "%s", wl ? wl : "");
+		}
+		emu_gs_unlock(kp.gs);
+	}
 	/* The SMU transfer of a real read: the table is built after it. */
 	if (m.latency_ns) {
 		struct timespec ts = { (time_t)(m.latency_ns / 1000000000ull), (long)(m.latency_ns % 1000000000ull) };
