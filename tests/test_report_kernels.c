@@ -341,6 +341,11 @@ static void test_by_name(void)
 	json_t *ph0 = json_array_get(json_object_get(j, "phases"), 0);
 	CU_ASSERT_PTR_NOT_NULL(ph0);
 	CU_ASSERT(jtotal(ph0, "SQ_WAVES") > 0);
+	if (!(jtotal(ph0, "SQ_WAVES") > 0)) {
+		char *d = json_dumps(json_object_get(json_object_get(ph0, "gpus"), "0"), JSON_COMPACT);
+		fprintf(stderr, "  the recording phase: %.600s\n", d ? d : "?");
+		free(d);
+	}
 	double sum_kernels[2] = { 0, 0 };
 	bool seen[NNAMES] = { false };
 	for (size_t i = 0; i < json_array_size(arr); i++) {

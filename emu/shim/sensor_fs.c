@@ -128,9 +128,10 @@ static struct emu_gpu_state *emu_sensor_gs(int gpu)
 	if (stat(path, &st) || st.st_size == 0)
 		return NULL;
 	pthread_mutex_lock(&emu_p.lock);
+	/* Its own mapping: the process's CP/SPM set-up (emu_gpu_regs) stays theirs to make when they need it. */
 	struct emu_gpu *g = emu_gpu_by_id(emu_s.d[gpu].gpu_id);
-	if (g && emu_gpu_regs(g))
-		__atomic_store_n(&emu_s.kgs[gpu], g->gs, __ATOMIC_RELEASE);
+	if (g && !emu_s.kgs[gpu])
+		__atomic_store_n(&emu_s.kgs[gpu], emu_gpu_state_map(g), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&emu_p.lock);
 	return emu_s.kgs[gpu];
 }
