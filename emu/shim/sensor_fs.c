@@ -127,12 +127,19 @@ static struct emu_gpu_state *emu_sensor_gs(int gpu)
 	snprintf(path, sizeof(path), "%s/emu-state/gpu-%x.state", emu_p.sysfs, emu_s.d[gpu].gpu_id);
 	if (stat(path, &st) || st.st_size == 0)
 		return NULL;
+	/*
+	 * Its own mapping, made outside the process's lock (the open takes the
+	 * file's flock and maps it: the CP and SPM ioctls of this process need
+	 * not wait for that); the process's CP/SPM set-up stays theirs.
+	 */
 	pthread_mutex_lock(&emu_p.lock);
-	/* Its own mapping: the process's CP/SPM set-up (emu_gpu_regs) stays theirs to make when they need it. */
 	struct emu_gpu *g = emu_gpu_by_id(emu_s.d[gpu].gpu_id);
-	if (g && !emu_s.kgs[gpu])
-		__atomic_store_n(&emu_s.kgs[gpu], emu_gpu_state_map(g), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&emu_p.lock);
+	struct emu_gpu_state *mine = g ? emu_gpu_state_map(g) : NULL, *none = NULL;
+	if (mine && !__atomic_compare_exchange_n(&emu_s.kgs[gpu], &none, mine, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+		emu_log("sensors: GPU 0x%x's state mapped twice by racing readers; one mapping kept unused\n",
+			emu_s.d[gpu].gpu_id);
 	return emu_s.kgs[gpu];
 }
 
