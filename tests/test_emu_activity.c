@@ -24,10 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "csv_truth.h"
 #include "emu/common/emu.h"
+#include "emu/common/sensors.h"
+#include "files.h"
 #include "spm/catalog.h"
 #include "spm_truth.h"
 #include "hsa_example.h"
@@ -239,6 +242,73 @@ static const struct spm_catalog *gfx90a_catalog(void)
 	return cat;
 }
 
+/*
+ * Power follows kernels (docs/emulator.md "Power follows kernels"), at the
+ * emulator: this process runs under the shim, so gpu_metrics read here is
+ * the emulated card's table.  The energy counter's increase from a table
+ * before the run to one after it (every dispatch of the run in between)
+ * against the integral of the true power: on the idle background the
+ * card draws dies x (idle + offset + min(1, levels running) x (max - idle)),
+ * the levels those of the dispatch truth (every dispatch, blits included).
+ * Exact but for the counter's floor at each end: within 2 ticks (30.5 uJ).
+ */
+struct energy_read {
+	uint64_t ticks, fw_ns;
+};
+
+static bool read_energy(struct energy_read *r)
+{
+	unsigned char b[4096];
+	ssize_t n = tf_slurp_into("/sys/class/drm/card0/device/gpu_metrics", (char *)b, sizeof(b));
+	if (n < 120)
+		return false;
+	memcpy(&r->ticks, b + 24, 8); /* v1_3: energy_accumulator */
+	memcpy(&r->fw_ns, b + 96, 8); /* firmware_timestamp, 10 ns */
+	r->fw_ns *= 10;
+	return true;
+}
+
+static double level_at(const struct disp *d, int nd, unsigned long long tk)
+{
+	double L = 0;
+	for (int i = 0; i < nd; i++)
+		L += d[i].start <= tk && tk < d[i].end ? d[i].level : 0;
+	return L < 1 ? L : 1;
+}
+
+/* The integral of min(1, levels running) over all of d, in s (GPU ticks of 10 ns). */
+static double kernel_integral_s(const struct disp *d, int nd)
+{
+	double sum = 0;
+	for (int i = 0; i < 2 * nd; i++) {
+		unsigned long long x = i < nd ? d[i].start : d[i - nd].end, y = ULLONG_MAX;
+		bool dup = false;
+		for (int j = 0; j < 2 * nd; j++) {
+			unsigned long long b = j < nd ? d[j].start : d[j - nd].end;
+			dup |= j < i && b == x;
+			if (b > x && b < y)
+				y = b;
+		}
+		if (!dup && y != ULLONG_MAX)
+			sum += level_at(d, nd, x) * (double)(y - x) * 10e-9;
+	}
+	return sum;
+}
+
+static void check_energy(const struct energy_read *a, const struct energy_read *b, const struct disp *d, int nd)
+{
+	struct emu_sensor_model m;
+	CU_ASSERT_EQUAL_FATAL(emu_sensor_model_init(SPEC, 0, 0, &m, NULL, 0), 0);
+	double K = kernel_integral_s(d, nd), dt = (double)(b->fw_ns - a->fw_ns) * 1e-9;
+	double want = m.dies * ((m.idle_w + m.offset_w) * dt + (m.max_w - m.idle_w) * K);
+	double got = (double)(b->ticks - a->ticks) / EMU_ENERGY_TICKS_PER_J;
+	double flat = m.dies * (m.idle_w + m.offset_w) * dt;
+	fprintf(stderr, "  energy counter over the run: %.6f J, true power's integral %.6f J (diff %.3g J; "
+			"kernels' own %.6f J over %.3f s)\n", got, want, got - want, want - flat, dt);
+	CU_ASSERT(fabs(got - want) <= 2.0 / EMU_ENERGY_TICKS_PER_J + 1e-9 * want);
+	CU_ASSERT(want - flat > 1.0); /* the kernels' energy is there to see */
+}
+
 static void record_kernels(int threads, int per_thread, struct tally *y)
 {
 	char exe[PATH_MAX + 32], hsaco[PATH_MAX + 32], th[8], per[8], spmtap[PATH_MAX + 32], dir[PATH_MAX],
@@ -262,7 +332,18 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 			      "SPMTAP_EMU_KERNEL_BLOCKS=TCC=0.4", wl_given ? "SPMTAP_EMU_WORKLOAD=idle" : NULL, NULL };
 	unlink(dtruth);
 	unlink(struth);
+	/* this process's reads see the app's background (sensor knobs are read at each read) */
+	if (wl_given)
+		setenv("SPMTAP_EMU_WORKLOAD", "idle", 1);
+	struct energy_read ea = { 0, 0 }, eb = { 0, 0 };
+	bool e_ok = wl_given && read_energy(&ea);
 	int rc = run(argv, env, log);
+	if (e_ok) {
+		struct timespec ts = { 0, 5000000 }; /* the last dispatch's end before the next firmware update */
+		nanosleep(&ts, NULL);
+		e_ok = read_energy(&eb);
+	}
+	unsetenv("SPMTAP_EMU_WORKLOAD");
 	if (rc) {
 		char cmd[PATH_MAX + 32];
 		snprintf(cmd, sizeof(cmd), "tail -20 %s >&2", log);
@@ -276,6 +357,9 @@ static void record_kernels(int threads, int per_thread, struct tally *y)
 	for (int i = 0; i < nd; i++)
 		users += kidx(d[i].name) >= 0;
 	CU_ASSERT_EQUAL(users, threads * per_thread);
+	CU_ASSERT_EQUAL(e_ok, wl_given);
+	if (e_ok)
+		check_energy(&ea, &eb, d, nd);
 	for (int i = 0; i < nd; i++) {
 		int k = kidx(d[i].name);
 		if (k >= 0)

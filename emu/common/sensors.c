@@ -258,20 +258,31 @@ int emu_sensor_model_init(const char *spec, unsigned gpu_index, uint64_t epoch_n
 	return 0;
 }
 
+/* The activity the power model sees at t, and its integral from 0 (s): the workload's unless kernels say. */
+static double emu_power_act(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t t_ns)
+{
+	return m->kernels ? m->kernels->activity(m->kernels->ctx, t_ns) : emu_workload_activity(w, t_ns);
+}
+
+static double emu_power_int(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t t_ns)
+{
+	return m->kernels ? m->kernels->integral(m->kernels->ctx, t_ns) : emu_workload_integral(w, t_ns);
+}
+
 /* Sensor energy in J from t = 0: dies x ((idle + offset) t + (max - idle) A(t)). */
 static double emu_sensor_energy(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t t_ns)
 {
 	if (!m->dies)
 		return 0.0;
 	return m->dies * ((m->idle_w + m->offset_w) * (double)t_ns * 1e-9 +
-			  (m->max_w - m->idle_w) * emu_workload_integral(w, t_ns));
+			  (m->max_w - m->idle_w) * emu_power_int(m, w, t_ns));
 }
 
 void emu_sensor_truth(const struct emu_sensor_model *m, const struct emu_workload *w, uint64_t t_ns,
 		      struct emu_sensor_truth *out)
 {
-	double a = emu_workload_activity(w, t_ns);
-	double A = emu_workload_integral(w, t_ns);
+	double a = emu_power_act(m, w, t_ns);
+	double A = emu_power_int(m, w, t_ns);
 	out->activity = a;
 	out->die_power_w = m->idle_w + m->offset_w + a * (m->max_w - m->idle_w);
 	out->die_energy_j = (m->idle_w + m->offset_w) * (double)t_ns * 1e-9 + (m->max_w - m->idle_w) * A;
@@ -614,8 +625,8 @@ void emu_sensor_read(const struct emu_sensor_model *m, const struct emu_workload
 	r->temp_hotspot_c = r->temp_edge_c + 0.06 * pf;
 	r->temp_mem_c = r->temp_edge_c + 0.04 * pf;
 	/* Activity: the mean over the last update interval, as a busy counter would give. */
-	double A1 = emu_workload_integral(w, s);
-	double A0 = s >= m->update_ns ? emu_workload_integral(w, s - m->update_ns) : 0.0;
+	double A1 = emu_power_int(m, w, s);
+	double A0 = s >= m->update_ns ? emu_power_int(m, w, s - m->update_ns) : 0.0;
 	double a = (A1 - A0) / ((double)m->update_ns * 1e-9);
 	a = a < 0 ? 0 : a > 1 ? 1 : a;
 	r->gfx_busy = (unsigned)(a * 100 + 0.5);

@@ -118,6 +118,21 @@ struct emu_sensor_response {
 	double dead_up_ns, dead_down_ns;     /* dead times applied to rising and falling input edges */
 };
 
+/*
+ * Power follows kernels (docs/emulator.md "Power follows kernels"): the
+ * activity the power model sees, when something besides the workload
+ * decides it.  The shim's is the SPM counters' own combination of the
+ * workload and the GPU's kernel activity log (emu/shim/kernel_activity.h);
+ * a test builds one from the dispatch truth.  activity(ctx, t) is p(t) in
+ * [0,1]; integral(ctx, t) is the integral of p from 0 to t in seconds, as
+ * emu_workload_integral.  Unset (NULL in the model): the workload alone.
+ */
+struct emu_sensor_kernels {
+	double (*activity)(void *ctx, uint64_t t_ns);
+	double (*integral)(void *ctx, uint64_t t_ns);
+	void *ctx;
+};
+
 /* Everything that decides one GPU node's sensors; see emu_sensor_model_init. */
 struct emu_sensor_model {
 	const struct emu_profile *profile;
@@ -139,6 +154,8 @@ struct emu_sensor_model {
 	struct emu_glitches glitches;
 	uint32_t sclk_mhz, uclk_mhz;
 	double tdp_w;         /* power1_cap */
+	/* NULL after emu_sensor_model_init; set by whoever knows the kernels (true power, energy, activity) */
+	const struct emu_sensor_kernels *kernels;
 };
 
 /* Ground truth at one instant (MONOTONIC_RAW t). */

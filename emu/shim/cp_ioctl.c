@@ -34,25 +34,39 @@ static void emu_spm_state_changed(struct emu_gpu_regs *r, uint32_t xcc, unsigned
 	emu_gs_append(g->gs, xcc, emu_clock_raw_ns(), new_state, L);
 }
 
+/* The GPU's layout as its state file records it. */
+static void emu_gpu_layout(const struct emu_gpu *g, enum emu_gfx *gfx, uint32_t *num_se, uint32_t *sclk)
+{
+	const struct emu_profile *p = g->profile;
+	if (p) {
+		*gfx = !strcmp(p->gfx_name, "gfx90a") ? EMU_GFX90A : EMU_GFX942;
+		*num_se = p->array_count / p->simd_arrays_per_engine / (p->num_xcc ? p->num_xcc : 1);
+		*sclk = p->sclk_mhz;
+	} else {
+		/* A tree not written by emu_tree_write: guess the family from the XCC count. */
+		*gfx = g->num_xcc > 1 ? EMU_GFX942 : EMU_GFX90A;
+		*num_se = g->num_xcc > 1 ? 4 : 8;
+		*sclk = g->num_xcc > 1 ? 2100 : 1700;
+	}
+	if (*num_se > EMU_MAX_SE)
+		*num_se = EMU_MAX_SE;
+}
+
+struct emu_gpu_state *emu_gpu_state_map(const struct emu_gpu *g)
+{
+	enum emu_gfx gfx;
+	uint32_t num_se, sclk;
+	emu_gpu_layout(g, &gfx, &num_se, &sclk);
+	return emu_gs_open(g->gpu_id, gfx, g->num_xcc, num_se, sclk);
+}
+
 struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g)
 {
 	if (g->regs)
 		return g->regs;
-	const struct emu_profile *p = g->profile;
 	enum emu_gfx gfx;
 	uint32_t num_se, sclk;
-	if (p) {
-		gfx = !strcmp(p->gfx_name, "gfx90a") ? EMU_GFX90A : EMU_GFX942;
-		num_se = p->array_count / p->simd_arrays_per_engine / (p->num_xcc ? p->num_xcc : 1);
-		sclk = p->sclk_mhz;
-	} else {
-		/* A tree not written by emu_tree_write: guess the family from the XCC count. */
-		gfx = g->num_xcc > 1 ? EMU_GFX942 : EMU_GFX90A;
-		num_se = g->num_xcc > 1 ? 4 : 8;
-		sclk = g->num_xcc > 1 ? 2100 : 1700;
-	}
-	if (num_se > EMU_MAX_SE)
-		num_se = EMU_MAX_SE;
+	emu_gpu_layout(g, &gfx, &num_se, &sclk);
 	if (!g->gs)
 		g->gs = emu_gs_open(g->gpu_id, gfx, g->num_xcc, num_se, sclk);
 	struct emu_gpu_regs *r = g->gs ? calloc(1, sizeof(*r)) : NULL;

@@ -98,3 +98,113 @@ bool emu_kact_at(struct emu_gpu_state *gs, uint64_t t_ns, struct emu_kact *k)
 	emu_gs_unlock(gs);
 	return true;
 }
+
+/* ---- power follows kernels ------------------------------------------------------ */
+
+double emu_kact_power_activity(struct emu_kact_power *p, uint64_t t_ns)
+{
+	double a = emu_workload_activity(p->w, t_ns);
+	struct emu_kact k;
+	if (!p->gs || !emu_kact_at(p->gs, t_ns, &k))
+		return a;
+	return emu_kact_block(emu_kact_background(a, p->wl_given, &k, t_ns), k.level, 1.0);
+}
+
+/* One piece [x, y) (ns) where `n` dispatches with levels summing to L run: the integral of p there (s). */
+static double emu_kact_piece(const struct emu_kact_power *p, uint64_t first, uint64_t x, uint64_t y, uint32_t n,
+			     double L)
+{
+	double dt = (double)(y - x) * 1e-9;
+	if (!p->wl_given && x >= first)
+		return (n ? (L < 1.0 ? L : 1.0) : 0.0) * dt; /* on the idle background */
+	double dA = emu_workload_integral(p->w, y) - emu_workload_integral(p->w, x);
+	if (!n)
+		return dA;
+	double v = dA + L * dt;
+	return v < dt ? v : dt; /* exact unless the cap bites under a varying workload */
+}
+
+struct emu_kact_ev {
+	uint64_t t;
+	int dn;
+	double dl;
+};
+
+static int emu_kact_ev_cmp(const void *a, const void *b)
+{
+	const struct emu_kact_ev *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/*
+ * Under the lock: the integral of p over [t0, t1) (s), t0 < t1, t0 >= the
+ * first start: the log's entries that overlap it cut it into pieces of
+ * constant running levels.
+ */
+static double emu_kact_range(const struct emu_kact_power *p, const struct emu_gs_klog *kl, uint64_t t0, uint64_t t1)
+{
+	uint64_t head = kl->head, oldest = head > EMU_GS_KLOG ? head - EMU_GS_KLOG + 1 : 1, s;
+	/* The scan's reach first: a read at the present touches the few dispatches around it, on the stack. */
+	for (s = head; s >= oldest && kl->e[(s - 1) % EMU_GS_KLOG].max_end_ns > t0; s--)
+		;
+	size_t reach = (size_t)(head - s);
+	struct emu_kact_ev stack_ev[64], *ev = reach <= 32 ? stack_ev : malloc(2 * reach * sizeof(*ev));
+	if (!ev)
+		return emu_workload_integral(p->w, t1) - emu_workload_integral(p->w, t0); /* out of memory: no kernels */
+	size_t nev = 0;
+	uint32_t n = 0;
+	double L = 0;
+	for (s = head; s >= oldest; s--) {
+		const struct emu_gs_kernel *e = &kl->e[(s - 1) % EMU_GS_KLOG];
+		if (e->max_end_ns <= t0)
+			break; /* as emu_kact_at: nothing further back runs after t0 */
+		if (e->start_ns >= t1 || e->end_ns <= t0 || e->end_ns <= e->start_ns)
+			continue;
+		if (e->start_ns <= t0) {
+			n++;
+			L += e->level;
+		} else {
+			ev[nev++] = (struct emu_kact_ev){ e->start_ns, 1, e->level };
+		}
+		if (e->end_ns < t1)
+			ev[nev++] = (struct emu_kact_ev){ e->end_ns, -1, -e->level };
+	}
+	qsort(ev, nev, sizeof(*ev), emu_kact_ev_cmp);
+	double sum = 0;
+	uint64_t x = t0;
+	for (size_t i = 0; i < nev; i++) {
+		if (ev[i].t > x) {
+			sum += emu_kact_piece(p, kl->first_start_ns, x, ev[i].t, n, n ? L : 0.0);
+			x = ev[i].t;
+		}
+		n = (uint32_t)((int)n + ev[i].dn);
+		L = n ? L + ev[i].dl : 0.0; /* no residue once nothing runs */
+	}
+	if (ev != stack_ev)
+		free(ev);
+	return sum + emu_kact_piece(p, kl->first_start_ns, x, t1, n, n ? L : 0.0);
+}
+
+double emu_kact_power_integral(struct emu_kact_power *p, uint64_t t_ns)
+{
+	struct emu_gs_klog *kl = p->gs ? emu_gs_klog(p->gs) : NULL;
+	if (!kl || !__atomic_load_n(&kl->head, __ATOMIC_ACQUIRE))
+		return emu_workload_integral(p->w, t_ns);
+	emu_gs_lock(p->gs);
+	uint64_t first = kl->first_start_ns, now = emu_clock_raw_ns();
+	double r;
+	if (t_ns <= first) {
+		r = emu_workload_integral(p->w, t_ns); /* before any dispatch: the workload alone */
+	} else {
+		/* From the running integral (either side of t), else from the first start. */
+		bool have = p->c && p->c->cached;
+		uint64_t c = have ? p->c->t : first;
+		double ic = have ? p->c->i : emu_workload_integral(p->w, first);
+		r = t_ns >= c ? ic + (t_ns > c ? emu_kact_range(p, kl, c, t_ns) : 0.0) : ic - emu_kact_range(p, kl, t_ns, c);
+		/* Cache only the past: a dispatch appended later starts at or after `now` (read under the lock). */
+		if (p->c && t_ns <= now && (!have || t_ns > p->c->t))
+			*p->c = (struct emu_kact_power_cache){ true, t_ns, r };
+	}
+	emu_gs_unlock(p->gs);
+	return r;
+}

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "emu/common/counters.h"
+#include "emu/common/workload.h"
 #include "emu/shim/gpu_state.h"
 
 #define EMU_KERNEL_LEVEL_DEFAULT 0.5 /* SPMTAP_EMU_KERNEL_LEVEL's default */
@@ -63,5 +64,56 @@ struct emu_kact {
  * cost of a recording without kernels is one atomic load).  Takes the lock.
  */
 bool emu_kact_at(struct emu_gpu_state *gs, uint64_t t_ns, struct emu_kact *k);
+
+/*
+ * The one combination of the workload and the kernels (docs/emulator.md
+ * "Counters follow kernels"), for the counters and for power alike.  The
+ * background at t: the workload's activity a when $SPMTAP_EMU_WORKLOAD was
+ * given (wl_given), else a until the GPU's first dispatch started and 0
+ * (idle) from then on.  A block at fraction f runs at background + level x
+ * f, capped at 1.
+ */
+static inline double emu_kact_background(double a, bool wl_given, const struct emu_kact *k, uint64_t t_ns)
+{
+	return !wl_given && t_ns >= k->first_start_ns ? 0.0 : a;
+}
+
+static inline double emu_kact_block(double background, double level, double fraction)
+{
+	double v = background + level * fraction;
+	return v < 1.0 ? v : 1.0;
+}
+
+/*
+ * Power follows kernels: the activity the power model sees is that of a
+ * block at fraction 1 (SQ and SPI by default: the shader engines), i.e.
+ * emu_kact_block(background, level, 1).  The running integral (*c, one
+ * per GPU per process) saves a read from integrating the log from the
+ * first dispatch.
+ */
+struct emu_kact_power_cache {
+	bool cached;
+	uint64_t t;  /* the integral up to here is i (s); never after the time a CP could still start at */
+	double i;
+};
+
+struct emu_kact_power {
+	struct emu_gpu_state *gs;
+	const struct emu_workload *w;
+	bool wl_given;
+	struct emu_kact_power_cache *c; /* per GPU per process, used under the GPU's lock; NULL: none */
+};
+
+/* p(t) as above; without any logged dispatch exactly emu_workload_activity(w, t). */
+double emu_kact_power_activity(struct emu_kact_power *p, uint64_t t_ns);
+/*
+ * The integral of p from 0 to t in seconds, exact per segment of the log
+ * (between any two starts or ends) where the workload's activity plus the
+ * running levels stays at or below 1 or the workload is constant; where
+ * the cap bites under a varying workload it caps the segment's mean.
+ * Without any logged dispatch exactly emu_workload_integral(w, t).  Takes
+ * the lock when the GPU has logged a dispatch.
+ */
+double emu_kact_power_integral(struct emu_kact_power *p, uint64_t t_ns);
 
 #endif

@@ -343,12 +343,9 @@ static void emu_rlc_activity(const struct emu_spm_source_ctx *ctx, const struct 
 		emu_rlc_act_all(act, a);
 		return;
 	}
-	if (!L->wl_given && t >= k->first_start_ns)
-		a = 0;
-	for (int b = 0; b < EMU_NBLK; b++) {
-		double v = a + k->level * L->kfrac[b];
-		act->a[b] = v < 1.0 ? v : 1.0;
-	}
+	a = emu_kact_background(a, L->wl_given, k, t);
+	for (int b = 0; b < EMU_NBLK; b++)
+		act->a[b] = emu_kact_block(a, k->level, L->kfrac[b]);
 }
 
 /*

@@ -10,6 +10,7 @@
  * on a read at offset 0, which is when the kernel's show() runs.
  */
 #include "emu/common/sensors.h"
+#include "emu/shim/kernel_activity.h"
 #include "emu/shim/shim.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,6 +45,10 @@ static struct {
 	int n;
 	/* The driver cache: the window last served per GPU and its BOOTTIME, so a window repeats its bytes exactly. */
 	uint64_t cache_raw[EMU_MAX_GPUS], cache_boot[EMU_MAX_GPUS];
+	/* Power follows kernels: per GPU its kernel activity log (once some process has run PM4) and running integral. */
+	struct emu_gpu_state *kgs[EMU_MAX_GPUS];
+	struct emu_kact_power_cache kcache[EMU_MAX_GPUS];
+	char kpow_wl[EMU_MAX_GPUS][128]; /* the $SPMTAP_EMU_WORKLOAD its running integral is of */
 } emu_s;
 
 static void emu_sensor_load(void)
@@ -106,6 +112,47 @@ static uint64_t emu_now(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The GPU's shared state, where the CPs of every process log their
+ * dispatches (kernel_activity.h), when it exists: a read never creates it,
+ * so the sensors of a GPU that never ran a kernel stay the workload's.
+ */
+static struct emu_gpu_state *emu_sensor_gs(int gpu)
+{
+	struct emu_gpu_state *gs = __atomic_load_n(&emu_s.kgs[gpu], __ATOMIC_ACQUIRE);
+	if (gs)
+		return gs;
+	char path[PATH_MAX + 64];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/emu-state/gpu-%x.state", emu_p.sysfs, emu_s.d[gpu].gpu_id);
+	if (stat(path, &st) || st.st_size == 0)
+		return NULL;
+	/*
+	 * Its own mapping, made outside the process's lock (the open takes the
+	 * file's flock and maps it: the CP and SPM ioctls of this process need
+	 * not wait for that); the process's CP/SPM set-up stays theirs.
+	 */
+	pthread_mutex_lock(&emu_p.lock);
+	struct emu_gpu *g = emu_gpu_by_id(emu_s.d[gpu].gpu_id);
+	pthread_mutex_unlock(&emu_p.lock);
+	struct emu_gpu_state *mine = g ? emu_gpu_state_map(g) : NULL, *none = NULL;
+	if (mine && !__atomic_compare_exchange_n(&emu_s.kgs[gpu], &none, mine, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+		emu_log("sensors: GPU 0x%x's state mapped twice by racing readers; one mapping kept unused\n",
+			emu_s.d[gpu].gpu_id);
+	return emu_s.kgs[gpu];
+}
+
+static double emu_kpow_act(void *ctx, uint64_t t)
+{
+	return emu_kact_power_activity(ctx, t);
+}
+
+static double emu_kpow_int(void *ctx, uint64_t t)
+{
+	return emu_kact_power_integral(ctx, t);
+}
+
 /* Content of attribute `attr` of GPU `gpu` as a read now would see it; its length, or -1. */
 static ssize_t emu_sensor_generate(int gpu, int attr, unsigned char *buf, size_t len)
 {
@@ -123,6 +170,20 @@ static ssize_t emu_sensor_generate(int gpu, int attr, unsigned char *buf, size_t
 	}
 	if (emu_workload_parse(getenv("SPMTAP_EMU_WORKLOAD"), &w, err, sizeof(err)))
 		emu_log("bad SPMTAP_EMU_WORKLOAD: %s; using constant:1\n", err);
+	/* The activity the power model sees: the counters' (workload and kernels, kernel_activity.h). */
+	const char *wl = getenv("SPMTAP_EMU_WORKLOAD");
+	struct emu_kact_power kp = { emu_sensor_gs(gpu), &w, wl && *wl, &emu_s.kcache[gpu] };
+	struct emu_sensor_kernels kern = { emu_kpow_act, emu_kpow_int, &kp };
+	if (kp.gs) {
+		m.kernels = &kern;
+		/* a running integral of another background is no use (the cache is used under the GPU's lock) */
+		emu_gs_lock(kp.gs);
+		if (strncmp(emu_s.kpow_wl[gpu], wl ? wl : "", sizeof(emu_s.kpow_wl[gpu]) - 1)) {
+			emu_s.kcache[gpu].cached = false;
+			snprintf(emu_s.kpow_wl[gpu], sizeof(emu_s.kpow_wl[gpu]), "%s", wl ? wl : "");
+		}
+		emu_gs_unlock(kp.gs);
+	}
 	/* The SMU transfer of a real read: the table is built after it. */
 	if (m.latency_ns) {
 		struct timespec ts = { (time_t)(m.latency_ns / 1000000000ull), (long)(m.latency_ns % 1000000000ull) };

@@ -128,6 +128,8 @@ int emu_test_pm4_ioctl(void *arg);
 int emu_readback_ioctl(void *arg);
 /* The GPU's register file (in its shared state), mapped on first use; NULL when out of memory.  Under emu_p.lock. */
 struct emu_gpu_regs *emu_gpu_regs(struct emu_gpu *g);
+/* A mapping of the GPU's shared state of its own (for readers such as the sensors; g untouched). */
+struct emu_gpu_state *emu_gpu_state_map(const struct emu_gpu *g);
 
 /* kfd_mem.c: KFD memory objects (BOs) with real backing, the handle table, device mmaps. */
 /* amdkfd's mmap offset encoding (kfd_priv.h): type in bits 63:62, gpu_id in bits 61:46. */
