@@ -301,8 +301,15 @@ static void check_entry(json_t *e, bool (*sel)(const struct disp *, const void *
 			time_ns += (double)(D[k].end - D[k].start) * TICK_NS;
 		}
 	CU_ASSERT_EQUAL(jnum(e, "count"), ndisp);
-	/* durations are exact to 2 ns per dispatch after the timebase mapping (test_kernels) */
-	CU_ASSERT(fabs(jnum(e, "time_ns") - time_ns) <= 3.0 * ndisp);
+	/*
+	 * A duration keeps its length to 2 ns (rounding of both ends) plus the
+	 * clock pairs' rate error (docs/formats/kernels-csv.md): 10 ppm allowed,
+	 * ~1 ppm seen (4 ns on 4-6 ms kernels); a unit or mapping error is far out.
+	 */
+	double tol = 2.0 * ndisp + 10e-6 * time_ns;
+	CU_ASSERT(fabs(jnum(e, "time_ns") - time_ns) <= tol);
+	if (!(fabs(jnum(e, "time_ns") - time_ns) <= tol))
+		fprintf(stderr, "  %s: time_ns %.0f, truth %.0f (%d dispatches)\n", label, jnum(e, "time_ns"), time_ns, ndisp);
 	/* the overlap in the recording's ns: each boundary within the timebase's error (< 1 us) */
 	double tc = truth_concurrent_ns(sel, arg);
 	CU_ASSERT(fabs(jnum(e, "concurrent_ns") - tc) <= 2000.0 * ndisp * 2);
@@ -330,7 +337,12 @@ static void test_by_name(void)
 {
 	if (!record_once())
 		return;
-	json_t *j = report(dir, "--kernels-only", NULL);
+	/*
+	 * 0.75: the whole recording is the one phase here, and its sensor stream
+	 * starts 7-9 ms before SPM in ~80 ms, so its coverage sits at 88-92 %,
+	 * on the default 0.9; every dispatch is fully covered either way.
+	 */
+	json_t *j = report3(dir, "--kernels-only", "--min-coverage", "0.75", 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 	json_t *k = json_object_get(j, "kernels");
 	json_t *arr = json_object_get(k, "by_name");
