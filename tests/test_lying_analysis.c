@@ -534,8 +534,14 @@ static void truncated_csv(void)
 		if (g->nspm) {
 			struct verdict v;
 			check_truthful(cuts[c].name, j, &loss_truth, "SQ_WAVES", &v);
-			if (c == 1)
-				CU_ASSERT(v.equal >= 1); /* the phases before the cut still have their numbers */
+			/*
+			 * The phases before the cut still have their numbers: where more
+			 * phases have all their true samples than lie after the cut, one of
+			 * them is before it and must equal the truth.  (A device that ran
+			 * late everywhere, as under TSan in CI, leaves no such phase.)
+			 */
+			if (c == 1 && v.phases - v.lossy > after)
+				CU_ASSERT(v.equal >= 1);
 		}
 		rec_free(r);
 		json_decref(j);

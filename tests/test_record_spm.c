@@ -210,6 +210,19 @@ static uint64_t reported_end_lost(const char *msg)
 	return n;
 }
 
+/* The summary's per-XCC "in G gap(s)", summed. */
+static uint64_t reported_gaps(const char *msg)
+{
+	uint64_t n = 0;
+	for (const char *p = msg; (p = strstr(p, " gap(s)")); p++) {
+		const char *q = p;
+		while (q > msg && q[-1] >= '0' && q[-1] <= '9')
+			q--;
+		n += strtoull(q, NULL, 10);
+	}
+	return n;
+}
+
 static void stall_case(const char *profile, const char *size)
 {
 	const char *args[] = { "--spm", "SQ_WAVES,TCC_HIT", "--duration", "1.5", "--buffer-size", size,
@@ -224,15 +237,21 @@ static void stall_case(const char *profile, const char *size)
 	 * (a sanitizer on a busy box) also loses what came after the last row,
 	 * counted from the host times, at most what the kernel dropped there.
 	 */
-	uint64_t lost = reported_lost(msg), at_end = reported_end_lost(msg);
-	if (st || m.first[0] || lost - at_end != m.missing || !m.missing || at_end > m.trailing_dropped)
+	/*
+	 * Each gap's "~N" is its length over the sample period, rounded: a stream
+	 * that resumes off the sample grid (gen B after a stall) is within one
+	 * sample per gap.  A loaded box (TSan in CI: 76 gaps per XCC) shows it.
+	 */
+	uint64_t lost = reported_lost(msg), at_end = reported_end_lost(msg), gaps = reported_gaps(msg);
+	uint64_t off = lost - at_end > m.missing ? lost - at_end - m.missing : m.missing - (lost - at_end);
+	if (st || m.first[0] || off > gaps || !m.missing || at_end > m.trailing_dropped)
 		fprintf(stderr, "\n  %s\n  %s\n  rows %zu matched %zu truth %zu missing %zu (after the last row "
 			"%zu, dropped %zu) reported %" PRIu64 " (%" PRIu64 " after the last sample)\n", msg, m.first,
 			m.rows, m.matched, m.truth_samples, m.missing, m.trailing, m.trailing_dropped, lost, at_end);
 	CU_ASSERT_EQUAL(st, 0);
 	CU_ASSERT_EQUAL(m.matched, m.rows);
 	CU_ASSERT(m.missing > 0);
-	CU_ASSERT_EQUAL(lost - at_end, m.missing);
+	CU_ASSERT(off <= gaps);
 	CU_ASSERT(at_end <= m.trailing_dropped);
 	free(msg);
 }
