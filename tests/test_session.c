@@ -258,7 +258,7 @@ struct acct_stream {
 	uint32_t gpu_id, xcc;
 	uint64_t first, last, decoded;       /* from the SQLite output */
 	uint64_t in_window, before, after, flagged, after_flagged; /* from the truth */
-	uint64_t samples, gap, at_end;       /* from the accounting metadata */
+	uint64_t samples, gap, at_end, ngaps; /* from the accounting metadata */
 	bool have_acct;
 };
 
@@ -316,6 +316,7 @@ static void check_truth(const char *db, const char *truth, const char *what)
 			s->samples = (uint64_t)json_integer_value(json_object_get(x, "samples"));
 			s->gap = (uint64_t)json_integer_value(json_object_get(x, "lost_gap_samples"));
 			s->at_end = (uint64_t)json_integer_value(json_object_get(x, "lost_at_end_samples"));
+			s->ngaps = (uint64_t)json_integer_value(json_object_get(x, "gaps"));
 		}
 	}
 	json_decref(acc);
@@ -387,12 +388,19 @@ static void check_truth(const char *db, const char *truth, const char *what)
 		 * the host times (lost_at_end_samples): at most what the emulator
 		 * dropped after the window.
 		 */
-		if (s->samples + s->gap - s->at_end != s->in_window || s->at_end > s->after_flagged) {
+		/*
+		 * Each gap's loss is its length over the sample period, rounded: a
+		 * stream that resumes off the sample grid is within one sample per gap
+		 * (TSan in CI: 35 over a stream's gaps).
+		 */
+		uint64_t got = s->samples + s->gap - s->at_end;
+		uint64_t off = got > s->in_window ? got - s->in_window : s->in_window - got;
+		if (off > s->ngaps || s->at_end > s->after_flagged) {
 			bad++;
 			fprintf(stderr, "\n    gpu_id %u xcc %u: %" PRIu64 " decoded + %" PRIu64
-				" lost (%" PRIu64 " after the last sample) != %" PRIu64 " produced in the window, "
-				"or more than the %" PRIu64 " dropped after it", s->gpu_id, s->xcc, s->samples, s->gap,
-				s->at_end, s->in_window, s->after_flagged);
+				" lost (%" PRIu64 " after the last sample) != %" PRIu64 " produced in the window "
+				"(by more than its %" PRIu64 " gaps), or more than the %" PRIu64 " dropped after it",
+				s->gpu_id, s->xcc, s->samples, s->gap, s->at_end, s->in_window, s->ngaps, s->after_flagged);
 		}
 		tot_dec += s->samples;
 		tot_gap += s->gap;

@@ -230,8 +230,10 @@ json_t *ses_accounting_json(struct session *S)
 				(json_int_t)(a->after_end * st.sample_size)));
 			/* Of lost_gap_samples, those after the last sample; gap samples due after the end. */
 			merge(json_array_get(xs, json_array_size(xs) - 1),
-			      json_pack("{s:I, s:I}", "lost_at_end_samples", (json_int_t)a->end_lost,
-					"after_end_gap_samples", (json_int_t)a->after_end_gap));
+			      json_pack("{s:I, s:I, s:I}", "lost_at_end_samples", (json_int_t)a->end_lost,
+					"after_end_gap_samples", (json_int_t)a->after_end_gap,
+					/* each gap's count is rounded: lost_gap_samples is within one per gap */
+					"gaps", (json_int_t)a->gaps));
 			/* Saturated (empty) cells per output column: what analysis must not read as 0. */
 			json_t *sat = json_object();
 			uint64_t n;
