@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jobbed.h"
 #include "testenv.h"
 
 #define NODES 4
@@ -43,35 +44,6 @@
 static char bed[512];
 static char tmp[] = "/tmp/spmtap-test-job-XXXXXX";
 static const char *B;
-
-static char *P(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *P(const char *fmt, ...)
-{
-	static char buf[8][1024];
-	static int k;
-	char *b = buf[k++ % 8];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b, sizeof(buf[0]), fmt, ap);
-	va_end(ap);
-	return b;
-}
-
-static const char *need_bed(void)
-{
-	if (TESTENV_SANITIZED && !getenv("SPMTAP_TEST_JOB_SANITIZED"))
-		return "sanitized build: Open MPI is not instrumented (the plain build runs this suite; "
-		       "SPMTAP_TEST_JOB_SANITIZED=1 runs it here anyway)";
-	if (geteuid())
-		return "needs root (time namespaces)";
-	if (system("command -v mpirun >/dev/null 2>&1"))
-		return "mpirun not installed (apt-get install openmpi-bin libopenmpi-dev)";
-	if (access(P("%s/spmtap-job", B), X_OK))
-		return "build/spmtap-job not built (needs mpicc)";
-	if (system(P("%s/tests/helpers/timens_node --boot-ns 0 -- true 2>/dev/null", B)))
-		return "time namespaces unavailable (Linux >= 5.6, root)";
-	return NULL;
-}
 
 /* mpirun -np N tests/job/node.sh BED -- ARGS..., in the background, output to BED/LOG. */
 static pid_t start_bed(int n, const char *log, const char *const *args)
@@ -96,10 +68,10 @@ static pid_t start_bed(int n, const char *log, const char *const *args)
 	fflush(NULL);
 	pid_t p = fork();
 	if (p == 0) {
-		int fd = open(P("%s/%s", bed, log), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fd = open(jb_fmt("%s/%s", bed, log), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		setenv("SPMTAP_TESTBED_BIN", P("%s/tests/helpers", B), 1);
+		setenv("SPMTAP_TESTBED_BIN", jb_fmt("%s/tests/helpers", B), 1);
 		execvp(argv[0], (char **)argv);
 		_exit(127);
 	}
@@ -116,7 +88,7 @@ static int wait_st(pid_t p)
 
 static void show_log(const char *log)
 {
-	char *cmd = P("grep -v '^spmtap record: \\(GPU\\|cost\\|wrote\\)' %s/%s | tail -30", bed, log);
+	char *cmd = jb_fmt("grep -v '^spmtap record: \\(GPU\\|cost\\|wrote\\)' %s/%s | tail -30", bed, log);
 	if (system(cmd)) {
 	}
 }
@@ -124,19 +96,19 @@ static void show_log(const char *log)
 static void new_bed(const char *name)
 {
 	snprintf(bed, sizeof(bed), "%s/%s", tmp, name);
-	if (system(P("rm -rf %s && mkdir -p %s/app", bed, bed))) {
+	if (system(jb_fmt("rm -rf %s && mkdir -p %s/app", bed, bed))) {
 	}
 }
 
 /* The collector step's record arguments, without a stop. */
 #define RECORD_ARGS(ctl, extra)                                                                     \
-	{ P("%s/spmtap", B), "--emulate", "mi210", "record", "--job", ctl, "-d", P("%s/out/%%hostname%%", bed), \
+	{ jb_fmt("%s/spmtap", B), "--emulate", "mi210", "record", "--job", ctl, "-d", jb_fmt("%s/out/%%hostname%%", bed), \
 	  "--spm", "SQ_WAVES", "--interval", "65504", "--smi", "power", "--smi-interval", "10ms", "-f",     \
 	  "csv,sqlite", "--sync-interval", "0.3", extra, NULL }
 
 static int64_t node_offset(int n)
 {
-	FILE *f = fopen(P("%s/node%d/offset_ns", bed, n), "r");
+	FILE *f = fopen(jb_fmt("%s/node%d/offset_ns", bed, n), "r");
 	long long v = 0;
 	if (!f || fscanf(f, "%lld", &v) != 1)
 		CU_FAIL("node offset file");
@@ -150,7 +122,7 @@ static int64_t offset_at(json_t *offs, int64_t t, int64_t *bound);
 static json_t *node_meta(int n)
 {
 	json_error_t e;
-	json_t *m = json_load_file(P("%s/out/node%d/spmtap_meta.json", bed, n), 0, &e);
+	json_t *m = json_load_file(jb_fmt("%s/out/node%d/spmtap_meta.json", bed, n), 0, &e);
 	if (!m)
 		fprintf(stderr, "node%d meta: %s\n", n, e.text);
 	return m;
@@ -170,7 +142,7 @@ static void check_nodes(json_t **metas, const char *rank0_stop)
 		CU_ASSERT_PTR_NOT_NULL_FATAL(j);
 		CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "rank")), n);
 		CU_ASSERT_EQUAL(json_integer_value(json_object_get(j, "size")), NODES);
-		CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "hostname")), P("node%d", n));
+		CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "hostname")), jb_fmt("node%d", n));
 		CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "launcher")), "mpirun");
 		const char *why = json_string_value(json_object_get(j, "stopped_by"));
 		CU_ASSERT_PTR_NOT_NULL_FATAL(why);
@@ -223,7 +195,7 @@ static void check_nodes(json_t **metas, const char *rank0_stop)
 	for (int n = 1; n < NODES; n++) {
 		json_t *a = json_array_get(json_object_get(json_object_get(metas[n], "job"), "realtime_anchors"), 0);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(a);
-		FILE *f = fopen(P("%s/node%d/realtime_skew_ns", bed, n), "r");
+		FILE *f = fopen(jb_fmt("%s/node%d/realtime_skew_ns", bed, n), "r");
 		long long skew = 0;
 		CU_ASSERT(f && fscanf(f, "%lld", &skew) == 1);
 		if (f)
@@ -295,12 +267,12 @@ static void check_markers(json_t **metas, int64_t c_lo, int64_t c_hi)
 {
 	for (int n = 0; n < NODES; n++) {
 		sqlite3 *db = NULL;
-		CU_ASSERT_FATAL(sqlite3_open_v2(P("%s/out/node%d/spmtap.db", bed, n), &db, SQLITE_OPEN_READONLY,
+		CU_ASSERT_FATAL(sqlite3_open_v2(jb_fmt("%s/out/node%d/spmtap.db", bed, n), &db, SQLITE_OPEN_READONLY,
 						NULL) == SQLITE_OK);
 		json_t *offs = json_object_get(json_object_get(json_object_get(metas[n], "job"), "clock"), "offsets");
 		int64_t mk_err = json_integer_value(
 			json_object_get(json_object_get(metas[n], "markers"), "clock_error_ns"));
-		FILE *f = fopen(P("%s/app/node%d.txt", bed, n), "r");
+		FILE *f = fopen(jb_fmt("%s/app/node%d.txt", bed, n), "r");
 		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 		sqlite3_stmt *st;
 		CU_ASSERT_FATAL(sqlite3_prepare_v2(db, "SELECT name, start_ns, end_ns FROM slice WHERE category = "
@@ -309,7 +281,7 @@ static void check_markers(json_t **metas, int64_t c_lo, int64_t c_hi)
 		int64_t worst = 0;
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			const char *name = (const char *)sqlite3_column_text(st, 0);
-			CU_ASSERT_STRING_EQUAL(name, P("node%d/r%d", n, rows));
+			CU_ASSERT_STRING_EQUAL(name, jb_fmt("node%d/r%d", n, rows));
 			for (int e = 0; e < 2; e++) {
 				char kind[8];
 				long idx;
@@ -342,7 +314,7 @@ static void check_markers(json_t **metas, int64_t c_lo, int64_t c_hi)
 
 static void check_summary(void)
 {
-	json_t *s = json_load_file(P("%s/ctl/summary.json", bed), 0, NULL);
+	json_t *s = json_load_file(jb_fmt("%s/ctl/summary.json", bed), 0, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
 	json_t *nodes = json_object_get(s, "nodes");
 	CU_ASSERT_EQUAL(json_array_size(nodes), NODES);
@@ -360,7 +332,7 @@ static void check_summary(void)
 /* `spmtap job env DIR`: the job id once every node records. */
 static void job_env(char *out, size_t n)
 {
-	FILE *p = popen(P("%s/spmtap job env %s/ctl --timeout 90", B, bed), "r");
+	FILE *p = popen(jb_fmt("%s/spmtap job env %s/ctl --timeout 90", B, bed), "r");
 	out[0] = 0;
 	if (p && fgets(out, (int)n, p))
 		out[strcspn(out, "\n")] = 0;
@@ -385,7 +357,7 @@ static bool job_env_or_stop(pid_t c, char *job, size_t n)
 static void test_stop_file_markers(void)
 {
 	new_bed("file");
-	const char *rec[] = RECORD_ARGS(P("%s/ctl", bed), NULL);
+	const char *rec[] = RECORD_ARGS(jb_fmt("%s/ctl", bed), NULL);
 	pid_t c = start_bed(NODES, "rec.log", rec);
 	char job[128];
 	if (!job_env_or_stop(c, job, sizeof(job)))
@@ -394,12 +366,12 @@ static void test_stop_file_markers(void)
 	int64_t c_lo0, c_hi0, c_lo1, c_hi1;
 	rt_minus_boot(&c_lo0, &c_hi0);
 	setenv("SPMTAP_JOB", job, 1);
-	const char *app[] = { P("%s/tests/helpers/job_marker_app", B), P("%s/app", bed), "20", "3000", NULL };
+	const char *app[] = { jb_fmt("%s/tests/helpers/job_marker_app", B), jb_fmt("%s/app", bed), "20", "3000", NULL };
 	int ast = wait_st(start_bed(NODES, "app.log", app));
 	unsetenv("SPMTAP_JOB");
 	rt_minus_boot(&c_lo1, &c_hi1);
 	CU_ASSERT_EQUAL(ast, 0);
-	CU_ASSERT_EQUAL(system(P("%s/spmtap job stop %s/ctl", B, bed)), 0);
+	CU_ASSERT_EQUAL(system(jb_fmt("%s/spmtap job stop %s/ctl", B, bed)), 0);
 	int st = wait_st(c);
 	if (st)
 		show_log("rec.log");
@@ -410,16 +382,16 @@ static void test_stop_file_markers(void)
 	check_summary();
 	free_metas(m);
 	/* the job is over: its marker names are gone, and `job env` does not hand it out */
-	CU_ASSERT(access(P("%s/ctl/job.json", bed), F_OK) != 0);
+	CU_ASSERT(access(jb_fmt("%s/ctl/job.json", bed), F_OK) != 0);
 	for (int n = 0; n < NODES; n++)
-		CU_ASSERT(access(P("/dev/shm/spmtap-job.%s.node%d", job, n), F_OK) != 0);
+		CU_ASSERT(access(jb_fmt("/dev/shm/spmtap-job.%s.node%d", job, n), F_OK) != 0);
 }
 
 /* SIGUSR1 to mpirun: forwarded to every rank (SIGINT/SIGTERM are not); rank 0 stops them together. */
 static void test_stop_usr1(void)
 {
 	new_bed("usr1");
-	const char *rec[] = RECORD_ARGS(P("%s/ctl", bed), NULL);
+	const char *rec[] = RECORD_ARGS(jb_fmt("%s/ctl", bed), NULL);
 	pid_t c = start_bed(NODES, "rec.log", rec);
 	char job[128];
 	if (!job_env_or_stop(c, job, sizeof(job)))
@@ -440,7 +412,7 @@ static void test_stop_usr1(void)
 static void test_duration(void)
 {
 	new_bed("duration");
-	const char *rec[] = RECORD_ARGS(P("%s/ctl", bed), "--duration");
+	const char *rec[] = RECORD_ARGS(jb_fmt("%s/ctl", bed), "--duration");
 	const char *args[32];
 	int k = 0;
 	for (; rec[k]; k++)
@@ -467,18 +439,18 @@ static void test_refuse_shared_host(void)
 		 "-d %s/out --smi power --duration 1 > %s/log 2>&1", B, bed, bed, bed);
 	int st = system(cmd);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) != 0);
-	CU_ASSERT_EQUAL(system(P("grep -q 'run one rank per node' %s/log", bed)), 0);
-	CU_ASSERT(access(P("%s/out", bed), F_OK) != 0); /* nothing recorded */
+	CU_ASSERT_EQUAL(system(jb_fmt("grep -q 'run one rank per node' %s/log", bed)), 0);
+	CU_ASSERT(access(jb_fmt("%s/out", bed), F_OK) != 0); /* nothing recorded */
 }
 
 int main(int argc, char **argv)
 {
 	B = testenv_build_dir();
 	static const struct testenv_case cases[] = {
-		{ "refuse_shared_host", test_refuse_shared_host, need_bed },
-		{ "stop_file_markers", test_stop_file_markers, need_bed },
-		{ "stop_usr1", test_stop_usr1, need_bed },
-		{ "duration", test_duration, need_bed },
+		{ "refuse_shared_host", test_refuse_shared_host, jb_need_bed },
+		{ "stop_file_markers", test_stop_file_markers, jb_need_bed },
+		{ "stop_usr1", test_stop_usr1, jb_need_bed },
+		{ "duration", test_duration, jb_need_bed },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(tmp)) {
