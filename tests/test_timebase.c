@@ -358,6 +358,20 @@ static void test_map_batch_bitexact(void)
 					variant, i, t[i], h[i], one);
 		}
 		CU_ASSERT_EQUAL(bad, 0);
+		/* ...and within 1 ns of the long double evaluation, which has no cells */
+		size_t off = 0;
+		int64_t worst = 0;
+		for (size_t i = 0; i < N; i++) {
+			spmtap_host_ns ref;
+			CU_ASSERT_EQUAL_FATAL(tb_map_spm_ref(tb, t[i], &ref), 0);
+			int64_t d = h[i] > ref ? h[i] - ref : ref - h[i];
+			off += d > 1;
+			worst = d > worst ? d : worst;
+		}
+		if (off)
+			fprintf(stderr, "\n    variant %d: %zu samples more than 1 ns from the reference (worst %" PRId64 ") ",
+				variant, off, worst);
+		CU_ASSERT_EQUAL(off, 0);
 		free(t);
 		free(h);
 		tb_free(tb);

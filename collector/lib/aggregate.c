@@ -145,6 +145,52 @@ static int reserve(struct agg *a, uint32_t nsamples)
 	return 0;
 }
 
+/*
+ * v = the sum of the nsrc columns, in one pass over v: four inputs a turn,
+ * blocks of 512 samples kept in cache between turns (a plain "v += in" per
+ * input rereads and rewrites v once per instance; 16 TCC instances, 16 times).
+ * E is a constant for whole blocks, so that -O2's cheap vectorizer takes the
+ * loops (it leaves loops of unknown length alone).
+ */
+static inline __attribute__((always_inline)) void sum_block(uint64_t *restrict o,
+							    const uint64_t *const *vals,
+							    const uint32_t *src, uint32_t nsrc,
+							    uint32_t b, const uint32_t E)
+{
+	uint32_t j = 0;
+	if (nsrc >= 2) {
+		const uint64_t *restrict x = vals[src[0]] + b, *restrict y = vals[src[1]] + b;
+		for (uint32_t i = 0; i < E; i++)
+			o[i] = x[i] + y[i];
+		j = 2;
+	} else {
+		memcpy(o, vals[src[0]] + b, E * sizeof(*o));
+		j = 1;
+	}
+	for (; j + 4 <= nsrc; j += 4) {
+		const uint64_t *restrict x0 = vals[src[j]] + b, *restrict x1 = vals[src[j + 1]] + b;
+		const uint64_t *restrict x2 = vals[src[j + 2]] + b, *restrict x3 = vals[src[j + 3]] + b;
+		for (uint32_t i = 0; i < E; i++)
+			o[i] += (x0[i] + x1[i]) + (x2[i] + x3[i]);
+	}
+	for (; j < nsrc; j++) {
+		const uint64_t *restrict x = vals[src[j]] + b;
+		for (uint32_t i = 0; i < E; i++)
+			o[i] += x[i];
+	}
+}
+
+static void sum_columns(uint64_t *restrict v, const uint64_t *const *vals, const uint32_t *src,
+			uint32_t nsrc, uint32_t n)
+{
+	enum { BLK = 512 };
+	uint32_t b = 0;
+	for (; b + BLK <= n; b += BLK)
+		sum_block(v + b, vals, src, nsrc, b, BLK);
+	if (b < n)
+		sum_block(v + b, vals, src, nsrc, b, n - b);
+}
+
 int agg_sink(void *user, const struct dec_chunk *c)
 {
 	struct agg *a = user;
@@ -163,17 +209,14 @@ int agg_sink(void *user, const struct dec_chunk *c)
 		uint64_t *s = a->sat + (size_t)k * (a->cap / 64);
 		const uint32_t *src = a->src + a->src_start[k];
 		uint32_t nsrc = a->src_start[k + 1] - a->src_start[k];
-		memcpy(v, c->values[src[0]], c->nsamples * sizeof(uint64_t));
 		memcpy(s, c->saturated[src[0]], words * sizeof(uint64_t));
 		for (uint32_t j = 1; j < nsrc; j++) {
-			const uint64_t *in = c->values[src[j]];
 			const uint64_t *ins = c->saturated[src[j]];
-			/* Saturated cells hold UINT64_MAX; they are overwritten below, so wrap is harmless. */
-			for (uint32_t i = 0; i < c->nsamples; i++)
-				v[i] += in[i];
 			for (uint32_t w = 0; w < words; w++)
 				s[w] |= ins[w];
 		}
+		/* Saturated cells hold UINT64_MAX; they are overwritten below, so wrap is harmless. */
+		sum_columns(v, c->values, src, nsrc, c->nsamples);
 		for (uint32_t w = 0; w < words; w++) {
 			uint64_t m = s[w];
 			while (m) {

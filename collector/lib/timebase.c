@@ -336,20 +336,126 @@ static long double map_with(const struct timebase *tb, const struct tb_segment *
 	return y;
 }
 
-static spmtap_host_ns apply(const struct timebase *tb, const struct tb_segment *s, long double g)
+/*
+ * The public mappers.  Inside one segment and one pair interval of stage 2
+ * (a "cell") the mapping is affine in the tick:
+ *
+ *     y(g)    = h0 + slope (g - g0)                      stage 1 (RAW)
+ *     host(g) = y + d0 + c (y - rref)                    stage 2, c = slew
+ *             = [h0 + d0 + c (h0 - rref)] + slope (1 + c) (g - g0)
+ *
+ * so a cell is computed once in long double (its value at g0, split into an
+ * integer and a fraction, and its rate) and every tick in it costs one
+ * multiply-add in double on the tick's distance from g0 (exact below 2^53
+ * ticks; the product's rounding is below 1e-6 ns).  map_with above keeps the
+ * long double evaluation for the fit's own error bounds; the two agree within
+ * 1 ns.  The cell is a function of the tick alone (which segment, which pair
+ * interval its RAW time falls in), so every mapper, one tick or a batch in any
+ * chunking, gives every tick the same time bit for bit.
+ */
+struct tb_cell {
+	size_t sk, rk;      /* segment; pair interval (SIZE_MAX: not chosen yet) */
+	bool past;          /* RAW beyond the newest pair: the slew is extrapolated */
+	double glo, ghi;    /* the segment serves ticks in (glo, ghi] */
+	double ylo, yhi;    /* the pair interval serves RAW times in (ylo, yhi] */
+	spmtap_gpu_ticks g0;
+	double h0, slope;   /* stage 1 of the segment */
+	int64_t hi;         /* host at g0: integer part... */
+	double hf, rate;    /* ...fraction, and ns per tick */
+};
+
+static void cell_segment(const struct timebase *tb, struct tb_cell *c, size_t sk)
 {
-	return (spmtap_host_ns)llroundl(map_with(tb, s, g));
+	const struct tb_pair *p = tb->pairs;
+	const struct tb_segment *s = &tb->seg[sk];
+	c->sk = sk;
+	c->glo = sk == 0 ? -INFINITY : (double)p[sk].gpu;
+	c->ghi = sk + 1 == tb->nseg ? INFINITY : (double)p[sk + 1].gpu;
+	c->g0 = s->g0;
+	c->h0 = s->h0;
+	c->slope = s->slope;
+	c->rk = SIZE_MAX;
 }
 
-int tb_map_gpu(const struct timebase *tb, spmtap_gpu_ticks gpu, spmtap_host_ns *host)
+/* Stage 2's line over (pairs[k], pairs[k + 1]) as d0 + c (r - rref); what boot_minus_raw_at evaluates. */
+static void slew_line(const struct timebase *tb, size_t k, bool past, long double *d0, long double *c,
+		      long double *rref)
 {
-	if (!tb->nseg)
-		return -ENODATA;
-	*host = apply(tb, segment_for(tb, gpu), (long double)gpu);
-	return 0;
+	const struct tb_pair *p = tb->pairs;
+	size_t n = tb->npairs, k0 = k;
+	*c = 0;
+	*rref = 0;
+	if (past) {
+		while (k0 > tb->anchor && p[k + 1].raw - p[k0].raw < TB_SLEW_BASE_NS)
+			k0--;
+		if (k + 1 <= tb->anchor) {
+			*d0 = (long double)(p[n - 1].host - p[n - 1].raw);
+			return;
+		}
+	}
+	*d0 = (long double)(p[k0].host - p[k0].raw);
+	long double d1 = (long double)(p[k + 1].host - p[k + 1].raw);
+	*c = (d1 - *d0) / (long double)(p[k + 1].raw - p[k0].raw);
+	*rref = (long double)p[k0].raw;
 }
 
-int tb_map_spm(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *host)
+static void cell_interval(const struct timebase *tb, struct tb_cell *c, double y)
+{
+	const struct tb_pair *p = tb->pairs;
+	size_t n = tb->npairs;
+	long double h = (long double)c->h0, rate = (long double)c->slope;
+	if (tb->have_raw) {
+		size_t k = raw_interval(p, n, (long double)y);
+		bool past = (long double)y > (long double)p[n - 1].raw;
+		long double d0, sl, rref;
+		slew_line(tb, k, past, &d0, &sl, &rref);
+		h += d0 + sl * (h - rref);
+		rate *= 1 + sl;
+		c->rk = k;
+		c->past = past;
+		c->ylo = past ? (double)p[n - 1].raw : k == 0 ? -INFINITY : (double)p[k].raw;
+		c->yhi = past ? INFINITY : (double)p[k + 1].raw;
+	} else {
+		c->rk = 0;
+		c->ylo = -INFINITY;
+		c->yhi = INFINITY;
+	}
+	long double fl = floorl(h);
+	c->hi = (int64_t)fl;
+	c->hf = (double)(h - fl);
+	c->rate = (double)rate;
+}
+
+/* Round half away from zero, as llround, without the library call. */
+static inline int64_t round_ns(double v)
+{
+	int64_t t = (int64_t)v;
+	double fr = v - (double)t;
+	return t + (fr >= 0.5) - (fr <= -0.5);
+}
+
+/* One tick (gi: its integer part, for the segment; gd: the tick itself). */
+static inline spmtap_host_ns map_cell(const struct timebase *tb, struct tb_cell *c,
+				      spmtap_gpu_ticks gi, double gd, bool exact)
+{
+	double gf = (double)gi;
+	if (c->rk == SIZE_MAX || !(gf > c->glo && gf <= c->ghi)) {
+		cell_segment(tb, c, (size_t)(segment_for(tb, gi) - tb->seg));
+		c->rk = SIZE_MAX;
+	}
+	/* distance from the segment's reference: exact for integer ticks */
+	double dg = exact ? (double)(int64_t)(gi - c->g0) : gd - (double)c->g0;
+	if (c->rk == SIZE_MAX) {
+		cell_interval(tb, c, c->h0 + c->slope * dg);
+	} else if (tb->have_raw) {
+		double y = c->h0 + c->slope * dg;
+		if (!(y > c->ylo && y <= c->yhi))
+			cell_interval(tb, c, y);
+	}
+	return c->hi + round_ns(c->hf + c->rate * dg);
+}
+
+int tb_map_spm_ref(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *host)
 {
 	if (!tb->nseg)
 		return -ENODATA;
@@ -357,40 +463,42 @@ int tb_map_spm(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *ho
 	if (tb->o.spm_clock_hz != tb->o.gpu_clock_hz)
 		g = g * (long double)tb->o.gpu_clock_hz / (long double)tb->o.spm_clock_hz;
 	spmtap_gpu_ticks gi = g < 0 ? 0 : (spmtap_gpu_ticks)g;
-	*host = apply(tb, segment_for(tb, gi), g);
+	*host = (spmtap_host_ns)llroundl(map_with(tb, segment_for(tb, gi), g));
 	return 0;
 }
 
+int tb_map_gpu(const struct timebase *tb, spmtap_gpu_ticks gpu, spmtap_host_ns *host)
+{
+	if (!tb->nseg)
+		return -ENODATA;
+	struct tb_cell c = { .rk = SIZE_MAX };
+	*host = map_cell(tb, &c, gpu, 0, true);
+	return 0;
+}
+
+int tb_map_spm(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *host)
+{
+	return tb_map_spm_n(tb, &spm_ticks, 1, host);
+}
+
 /*
- * Stream order makes neighbouring samples fall in the same segment and the
- * same pair interval, so both are checked against the previous sample's before
- * a search; a hit is exactly the interval the search would find (the first
- * whose upper end is not before the value: the pairs are in time order), so
- * every time is bit for bit tb_map_spm's.
+ * Stream order keeps neighbouring samples in one cell, so the cell is checked
+ * against the previous sample's before anything is searched.
  */
 int tb_map_spm_n(const struct timebase *tb, const uint64_t *spm_ticks, size_t n, spmtap_host_ns *host)
 {
 	if (!tb->nseg)
 		return -ENODATA;
-	const struct tb_pair *p = tb->pairs;
-	size_t np = tb->npairs, sk = SIZE_MAX, rk = SIZE_MAX;
-	bool scale = tb->o.spm_clock_hz != tb->o.gpu_clock_hz;
+	struct tb_cell c = { .rk = SIZE_MAX };
+	if (tb->o.spm_clock_hz == tb->o.gpu_clock_hz) {
+		for (size_t i = 0; i < n; i++)
+			host[i] = map_cell(tb, &c, spm_ticks[i], 0, true);
+		return 0;
+	}
+	double ratio = tb->o.gpu_clock_hz / tb->o.spm_clock_hz;
 	for (size_t i = 0; i < n; i++) {
-		long double g = (long double)spm_ticks[i];
-		if (scale)
-			g = g * (long double)tb->o.gpu_clock_hz / (long double)tb->o.spm_clock_hz;
-		spmtap_gpu_ticks gi = g < 0 ? 0 : (spmtap_gpu_ticks)g;
-		/* segment_for's answer for gi, reused while gi stays inside it */
-		if (sk == SIZE_MAX || gi <= p[sk].gpu || gi > p[sk + 1].gpu)
-			sk = (size_t)(segment_for(tb, gi) - tb->seg);
-		const struct tb_segment *s = &tb->seg[sk];
-		long double y = (long double)s->h0 + (long double)s->slope * (g - (long double)s->g0);
-		if (tb->have_raw) {
-			if (rk == SIZE_MAX || !(y > (long double)p[rk].raw && y <= (long double)p[rk + 1].raw))
-				rk = raw_interval(p, np, y);
-			y += boot_minus_raw_at(tb, y, rk);
-		}
-		host[i] = (spmtap_host_ns)llroundl(y);
+		double g = (double)spm_ticks[i] * ratio;
+		host[i] = map_cell(tb, &c, g < 0 ? 0 : (spmtap_gpu_ticks)g, g, false);
 	}
 	return 0;
 }

@@ -107,6 +107,9 @@ int tb_map_spm(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *ho
 /* tb_map_spm over n samples in stream order, the same times bit for bit, at a
  * fraction of the cost (no search per sample). */
 int tb_map_spm_n(const struct timebase *tb, const uint64_t *spm_ticks, size_t n, spmtap_host_ns *host);
+/* The same mapping evaluated per tick in long double, as the fit's bounds are:
+ * the mappers above agree with it within 1 ns (test_timebase checks it). */
+int tb_map_spm_ref(const struct timebase *tb, uint64_t spm_ticks, spmtap_host_ns *host);
 
 /* Pairs used (tb_pairs) and pairs rejected as disturbed. */
 size_t tb_npairs(const struct timebase *tb);
