@@ -129,6 +129,45 @@ static void test_fmt_integers(void)
 	CU_ASSERT_EQUAL(bad_i64, 0);
 }
 
+/*
+ * csv_fmt_u64_near against snprintf over sequences as a stream's times run
+ * (small steps that carry into the reused digits, lengths that grow past a
+ * power of ten) and as they do not (jumps back, every length, below 10^6).
+ */
+static void test_fmt_near(void)
+{
+	int bad = 0;
+	struct csv_prefix c = { 0 };
+	char want[32], got[64];
+	uint64_t v = 999990;
+	for (int i = 0; i < 3000000; i++) {
+		switch (i % 1000 == 999 ? rnd() % 4 : 0) {
+		case 0: v += rnd() % 3000; break;           /* the next sample */
+		case 1: v = rnd() >> (rnd() % 64); break;     /* any length */
+		case 2: v = v > 5000 ? v - rnd() % 5000 : v; break; /* back */
+		default: { /* just below the next power of ten */
+			uint64_t p = 10;
+			while (p <= v && p < 1000000000000000000ull)
+				p *= 10;
+			v = p - 1 - rnd() % 50;
+		} }
+		snprintf(want, sizeof(want), "%" PRIu64, v);
+		size_t n = csv_fmt_u64_near(got, v, &c);
+		got[n] = 0;
+		if (strcmp(want, got) && bad++ < 5)
+			fprintf(stderr, "\n    near %s: got %s ", want, got);
+	}
+	uint64_t edge[] = { UINT64_MAX, 1000000, 999999, 0, 10000000000000000000ull, 1000001 };
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
+		snprintf(want, sizeof(want), "%" PRIu64, edge[i]);
+		size_t n = csv_fmt_u64_near(got, edge[i], &c);
+		got[n] = 0;
+		if (strcmp(want, got) && bad++ < 5)
+			fprintf(stderr, "\n    near %s: got %s ", want, got);
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+}
+
 static void test_fmt_doubles(void)
 {
 	bad_f64 = 0;
@@ -436,6 +475,7 @@ int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
 		{ "fmt_integers", test_fmt_integers, NULL },
+		{ "fmt_near", test_fmt_near, NULL },
 		{ "fmt_doubles", test_fmt_doubles, NULL },
 		{ "series_csv_bytes", test_series_csv_bytes, NULL },
 		{ "series_csv_header_only", test_series_csv_header_only, NULL },

@@ -111,6 +111,24 @@ size_t csv_fmt_u64(char *p, uint64_t v)
 	return n;
 }
 
+size_t csv_fmt_u64_near(char *p, uint64_t v, struct csv_prefix *c)
+{
+	if (v < 1000000)
+		return csv_fmt_u64(p, v);
+	uint64_t hi = v / 1000000;
+	unsigned int lo = (unsigned int)(v - hi * 1000000);
+	if (hi != c->hi) {
+		c->hi = hi;
+		c->len = (unsigned int)csv_fmt_u64(c->d, hi);
+	}
+	memcpy(p, c->d, 16); /* hi < 2^64 / 10^6 has at most 14 digits */
+	p += c->len;
+	memcpy(p, digits2 + 2 * (lo / 10000), 2);
+	memcpy(p + 2, digits2 + 2 * (lo / 100 % 100), 2);
+	memcpy(p + 4, digits2 + 2 * (lo % 100), 2);
+	return c->len + 6;
+}
+
 size_t csv_fmt_i64(char *p, int64_t v)
 {
 	if (v >= 0)

@@ -43,6 +43,19 @@ void csv_close(struct csv_writer *w);
 #define CSV_F64_MAX 32u /* -2.2250738585072014e-308, "-nan" */
 size_t csv_fmt_u64(char *p, uint64_t v);
 size_t csv_fmt_i64(char *p, int64_t v);
+/*
+ * csv_fmt_u64's text of v, with the digits above the last six copied from the
+ * previous call's when they are the same: a stream's times (ns, ticks) share
+ * them from row to row, so a 16-digit time costs three pairs of digits, not
+ * eight.  Start with a zeroed struct (hi 0 never matches a v of 10^6 or more).
+ * Writes up to 16 bytes beyond the text's end (the caller's row room).
+ */
+struct csv_prefix {
+	uint64_t hi;
+	unsigned int len;
+	char d[24];
+};
+size_t csv_fmt_u64_near(char *p, uint64_t v, struct csv_prefix *c);
 size_t csv_fmt_f64(char *p, double v);
 
 #endif

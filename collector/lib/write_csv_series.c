@@ -310,17 +310,21 @@ static int csvs_write(struct writer *w, const struct series_chunk *c, char *err,
 		pre[npre++] = ',';
 	}
 	/* A cell is a comma and at most a double's longest text. */
-	size_t row_max = CSVS_ROW_FIXED + (size_t)nc * (1 + CSV_F64_MAX);
+	size_t row_max = CSVS_ROW_FIXED + (size_t)nc * (1 + CSV_F64_MAX) + 16;
+	struct csv_prefix tpre = { 0 }, kpre = { 0 };
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (cf->len + row_max > cf->cap && (rc = room(w, cf, row_max, err, errlen)))
 			return rc;
 		char *o = cf->buf + cf->len;
 		memcpy(o, pre, npre);
 		o += npre;
-		o += csv_fmt_i64(o, c->host_ns[i]);
+		if (c->host_ns[i] >= 0)
+			o += csv_fmt_u64_near(o, (uint64_t)c->host_ns[i], &tpre);
+		else
+			o += csv_fmt_i64(o, c->host_ns[i]);
 		*o++ = ',';
 		if (c->ticks)
-			o += csv_fmt_u64(o, c->ticks[i]);
+			o += csv_fmt_u64_near(o, c->ticks[i], &kpre);
 		for (uint32_t k = 0; k < nc; k++) {
 			*o++ = ',';
 			int32_t j = inv[k];
