@@ -62,7 +62,9 @@ static void verdict(const char *who, const struct session_gpu_stats *st, double 
 		snprintf(fix, sizeof(fix), "a longer --interval, fewer counters, or more --buffers");
 	} else if (lost) {
 		snprintf(why, sizeof(why), "the kernel could not hold the data between two polls (%" PRIu64
-			 " region(s) flagged; a free buffer was always ready)", flags);
+			 " region(s) flagged; a free buffer was always ready; polls up to %.1f ms apart, the "
+			 "longest SET_DEST_BUF call %.1f ms)", flags, (double)st->poll_gap_max_ns / 1e6,
+			 (double)st->rotate_max_ns / 1e6);
 		snprintf(fix, sizeof(fix), "a longer --interval or fewer counters (a lower data rate), "
 			 "a larger --buffer-size, or a less loaded CPU (the poll thread ran late)");
 	} else {

@@ -261,9 +261,14 @@ static void *feeder_main(void *arg)
 			f->st.self_grown++;
 		}
 		struct feeder_buf *next = item;
+		uint64_t t_call = now_ns(CLOCK_MONOTONIC);
 		if (rotate(f, armed, next, &r) < 0)
 			break;
 		uint64_t t = now_ns(CLOCK_MONOTONIC);
+		if (t - t_call > f->st.rotate_max_ns)
+			f->st.rotate_max_ns = t - t_call;
+		if (t - last_retire > f->st.gap_max_ns)
+			f->st.gap_max_ns = t - last_retire;
 		period = next_period(f, period, f->last_max_part, t - last_retire, f->last_loss);
 		f->st.period_us = period;
 		last_retire = t;

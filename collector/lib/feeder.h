@@ -86,6 +86,9 @@ struct feeder_stats {
 	bool drain_capped;       /* the drain gave up before a call returned 0 bytes */
 	bool stalled;            /* SPMTAP_FEEDER_STALL fired */
 	uint32_t period_us;      /* last poll period */
+	/* The kernel holds the data between two retirements: the longest such
+	 * gap, and the longest SET_DEST_BUF call (the driver's share of it). */
+	uint64_t gap_max_ns, rotate_max_ns;
 	uint64_t cpu_ns;         /* CPU time of the feeder thread (includes the kernel's copy) */
 	int error;               /* first error of the thread, 0 if none */
 	char errmsg[SPM_ERRLEN];

@@ -156,6 +156,7 @@ struct session_gpu_stats {
 	uint64_t first_buffer_bytes; /* feeder seq 0: pre-program bytes, dropped by design */
 	uint64_t overrun_polls;
 	uint64_t polls, loss_buffers, bad_buffers;
+	uint64_t poll_gap_max_ns, rotate_max_ns; /* feeder_stats gap_max_ns, rotate_max_ns */
 	uint64_t buffers;          /* retired by the feeder (the first, pre-program one included) */
 	uint32_t drain_calls;
 	bool drain_capped;

@@ -293,6 +293,8 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->first_buffer_bytes = g->fs.bytes > unfed ? g->fs.bytes - unfed : 0;
 		st->overrun_polls = g->fs.overrun_polls;
 		st->polls = g->fs.polls;
+		st->poll_gap_max_ns = g->fs.gap_max_ns;
+		st->rotate_max_ns = g->fs.rotate_max_ns;
 		st->buffers = g->fs.retired;
 		st->loss_buffers = g->fs.loss_buffers;
 		st->bad_buffers = g->fs.bad_buffers;

@@ -243,9 +243,13 @@ json_t *ses_accounting_json(struct session *S)
 			json_object_set_new(json_array_get(xs, json_array_size(xs) - 1), "saturated", sat);
 		}
 		/* output_queue_wait_s: the decode thread blocked on a full output queue (the writer behind). */
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:f, s:o}", "gpu",
+		/* poll_gap_max_ms: the longest the kernel held the data between two polls; rotate_max_ms: of
+		 * which the longest SET_DEST_BUF call took (the driver's, or the emulated device's, share). */
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:f, s:o}", "gpu",
 			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
-			"overrun_polls", (json_int_t)st.overrun_polls, "smi_samples",
+			"overrun_polls", (json_int_t)st.overrun_polls,
+			"poll_gap_max_ms", (double)st.poll_gap_max_ns / 1e6,
+			"rotate_max_ms", (double)st.rotate_max_ns / 1e6, "smi_samples",
 			(json_int_t)st.smi_samples, "smi_missed_deadlines", (json_int_t)st.smi_missed,
 			"smi_after_end_samples", (json_int_t)st.smi_after_end,
 			"output_queue_wait_s", (double)st.sink_wait_ns / 1e9, "xcc", xs));

@@ -69,6 +69,9 @@ struct trial {
 	char device[16];                  /* truth "device": process | inline ("" not reported) */
 	double out_bytes, cpu_rusage_s;
 	long rss_peak, rss_half, rss_end, maxrss;
+	double lost_overflow_b, lost_nobuf_b, lost_late_b; /* the truth's loss by reason, bytes */
+	double poll_gap_max_ms, rotate_max_ms; /* the recorder's accounting: the kernel's longest hold */
+	char verdict[2048];               /* the recorder's own loss lines (its summary on stderr) */
 	json_t *cost;                     /* the recording's cost object */
 	int status;
 };
@@ -193,6 +196,9 @@ static void read_truth(const char *path, struct trial *t)
 		double lost = dnum(j, "lost_overflow_bytes") + dnum(j, "lost_no_buffer_bytes") +
 			      dnum(j, "lost_injected_bytes") + dnum(j, "lost_efault_bytes");
 		t->truth_produced += dnum(j, "produced_bytes");
+		t->lost_overflow_b += dnum(j, "lost_overflow_bytes");
+		t->lost_nobuf_b += dnum(j, "lost_no_buffer_bytes");
+		t->lost_late_b += dnum(j, "lost_late_bytes");
 		if (sb > 0) {
 			t->samples_truth += floor(dnum(j, "produced_bytes") / sb);
 			t->lost_truth += ceil(lost / sb);
@@ -259,9 +265,14 @@ static void read_recording(const char *dir, const char *fmt, struct trial *t)
 		json_t *m = json_load_file(p, 0, NULL);
 		size_t gi, xi;
 		json_t *g, *x;
-		json_array_foreach(json_object_get(m, "accounting"), gi, g)
+		json_array_foreach(json_object_get(m, "accounting"), gi, g) {
 			json_array_foreach(json_object_get(g, "xcc"), xi, x)
 				t->lost_rec += dnum(x, "lost_gap_samples");
+			if (dnum(g, "poll_gap_max_ms") > t->poll_gap_max_ms)
+				t->poll_gap_max_ms = dnum(g, "poll_gap_max_ms");
+			if (dnum(g, "rotate_max_ms") > t->rotate_max_ms)
+				t->rotate_max_ms = dnum(g, "rotate_max_ms");
+		}
 		cost = json_incref(json_object_get(m, "cost"));
 		json_decref(m);
 	}
@@ -295,7 +306,10 @@ static int run_trial(const char *spmtap, const char *profile, const char *counte
 	if (pid == 0) {
 		setenv("SPMTAP_EMU_TRUTH", truth, 1);
 		setenv("SPMTAP_EMU_STATE_DIR", state, 1);
-		if (!freopen("/dev/null", "w", stderr) || !freopen("/dev/null", "w", stdout))
+		/* the summary goes to a file beside the outputs: its loss lines are printed */
+		char log[PATH_MAX + 16];
+		snprintf(log, sizeof(log), "%s.log", dir);
+		if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
 			_exit(127);
 		if (!strcmp(fmt, "raw"))
 			execl(spmtap, spmtap, "--emulate", profile, "record", "--spm", counters, "--interval", iv,
@@ -338,6 +352,19 @@ static int run_trial(const char *spmtap, const char *profile, const char *counte
 	t->status = st;
 	read_recording(dir, fmt, t);
 	read_truth(truth, t);
+	{
+		char log[PATH_MAX + 16], line[1024];
+		snprintf(log, sizeof(log), "%s.log", dir);
+		FILE *lf = fopen(log, "r");
+		size_t vl = 0;
+		while (lf && fgets(line, sizeof(line), lf))
+			if ((strstr(line, "DATA LOSS") || strstr(line, "lossless") || strstr(line, "spill queue") ||
+			     strstr(line, "cost:")) && vl + strlen(line) + 3 < sizeof(t->verdict))
+				vl += (size_t)snprintf(t->verdict + vl, sizeof(t->verdict) - vl, "# %s", line);
+		if (lf)
+			fclose(lf);
+		unlink(log);
+	}
 	t->out_bytes = dir_bytes(dir);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
@@ -370,6 +397,13 @@ static void print_trial(const char *fmt, unsigned iv, const struct trial *t)
 	kv_num(fmt, "samples_truth", t->samples_truth, "%.0f");
 	kv_num(fmt, "samples_lost_truth", t->lost_truth, "%.0f");
 	kv_num(fmt, "samples_lost_recorder", t->lost_rec, "%.0f");
+	kv_num(fmt, "truth_lost_overflow_bytes", t->lost_overflow_b, "%.0f");
+	kv_num(fmt, "truth_lost_no_buffer_bytes", t->lost_nobuf_b, "%.0f");
+	kv_num(fmt, "truth_lost_late_bytes", t->lost_late_b, "%.0f");
+	kv_num(fmt, "poll_gap_max_ms", t->poll_gap_max_ms, "%.1f");
+	kv_num(fmt, "rotate_max_ms", t->rotate_max_ms, "%.1f");
+	if (t->verdict[0])
+		printf("%s", t->verdict);
 	kv_num(fmt, "collector_cpu_s", dnum(t->cost, "collector_cpu_s"), "%.3f");
 	kv_num(fmt, "collector_cpu_s_per_gb", gb > 0 ? dnum(t->cost, "collector_cpu_s") / gb : 0, "%.3f");
 	size_t i;
