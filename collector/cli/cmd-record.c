@@ -85,7 +85,8 @@ const char cmd_record_usage[] =
 	"                         first that works (`spmtap list` says which and why)\n"
 	"  --spm-gen A|B|auto     kernel generation; auto probes it (default)\n"
 	"  --buffers N            destination buffers, 2..64 (default 3)\n"
-	"  --buffer-size BYTES    per buffer, k/M/G suffixes (default 8M); rounded to\n"
+	"  --buffer-size BYTES    per buffer, k/M/G suffixes (default 4M per XCC, at\n"
+	"                         least 8M: 32M on an MI300X); rounded to\n"
 	"                         whole 32-byte lines per XCC region\n"
 	"  --spill-mem SIZE       SPM data the decoder has not taken yet is held in\n"
 	"                         memory up to SIZE (default 1G or a quarter of the\n"
@@ -437,8 +438,8 @@ static int exec_job(char **argv)
 
 int cmd_record_job(int argc, char **argv, const struct rec_job *job)
 {
-	struct rec_opts o = { .device = "0", .nbuffers = FEEDER_DEFAULT_BUFFERS,
-			      .buffer_size = FEEDER_DEFAULT_SIZE };
+	/* buffer_size 0: the session's default, which grows with the GPU's XCCs */
+	struct rec_opts o = { .device = "0", .nbuffers = FEEDER_DEFAULT_BUFFERS };
 	o.argc = argc;
 	o.argv = argv;
 	o.job = job;

@@ -39,6 +39,12 @@ static uint64_t now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t feeder_default_size(uint32_t num_xcc)
+{
+	uint64_t v = (uint64_t)FEEDER_DEFAULT_PER_XCC * (num_xcc ? num_xcc : 1);
+	return v > FEEDER_DEFAULT_SIZE ? v : FEEDER_DEFAULT_SIZE;
+}
+
 uint32_t feeder_round_size(uint64_t want, uint32_t num_xcc, char *note, size_t len)
 {
 	if (note && len)
@@ -48,7 +54,7 @@ uint32_t feeder_round_size(uint64_t want, uint32_t num_xcc, char *note, size_t l
 	uint64_t unit = 32ull * num_xcc;
 	uint64_t lo = FEEDER_MIN_SIZE > 64ull * num_xcc ? FEEDER_MIN_SIZE : 64ull * num_xcc;
 	uint64_t hi = UINT32_MAX;
-	uint64_t v = want ? want : FEEDER_DEFAULT_SIZE;
+	uint64_t v = want ? want : feeder_default_size(num_xcc);
 	const char *why = NULL;
 	if (v > hi) {
 		v = hi;

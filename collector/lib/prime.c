@@ -19,7 +19,7 @@ int prime_start(struct prime *p, struct spm_stream *s, const struct spm_device *
 	 * every pre-program byte, or the rest would reach the feeder's buffer 1.
 	 * Only the pages the kernel writes are ever touched.
 	 */
-	uint64_t fsize = fo->buffer_size ? fo->buffer_size : FEEDER_DEFAULT_SIZE;
+	uint64_t fsize = fo->buffer_size ? fo->buffer_size : feeder_default_size(dev->num_xcc);
 	uint64_t want = (uint64_t)dev->num_xcc * (SPM_KERNEL_RING_BYTES + 64);
 	uint32_t size = feeder_round_size(want > fsize ? want : fsize, dev->num_xcc, NULL, 0);
 	p->junk = calloc(1, size);

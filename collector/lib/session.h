@@ -55,7 +55,7 @@ struct session_opts {
 	bool per_se, per_instance;
 	enum spm_gen gen;
 	uint32_t nbuffers;              /* 0: FEEDER_DEFAULT_BUFFERS */
-	uint64_t buffer_size;           /* 0: FEEDER_DEFAULT_SIZE */
+	uint64_t buffer_size;           /* 0: feeder_default_size(the GPU's XCCs) */
 	double spm_clock_hz;            /* 0: 100 MHz (the GPU reference clock) */
 	uint32_t smi_metrics;           /* SMI_M_BIT() set; 0: no sensors */
 	uint64_t smi_interval_ns;       /* 0: 1 ms */

@@ -129,7 +129,7 @@ int ses_gpu_prepare(struct session *S, struct sgpu *g, char *err, size_t errlen)
 	if (g->nstreams > DEC_MAX_XCC)
 		return spmtap_seterr(err, errlen, ENOTSUP, "%s: %u XCC streams; at most %u", label,
 				     g->nstreams, DEC_MAX_XCC);
-	g->size = feeder_round_size(o->buffer_size ? o->buffer_size : FEEDER_DEFAULT_SIZE,
+	g->size = feeder_round_size(o->buffer_size ? o->buffer_size : feeder_default_size(g->dev->num_xcc),
 				    g->dev->num_xcc, g->size_note, sizeof(g->size_note));
 	if (o->raw_path && (rc = ses_open_raw(S, g, err, errlen)) < 0)
 		return rc;
