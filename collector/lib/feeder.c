@@ -259,7 +259,9 @@ static void *feeder_main(void *arg)
 			 * the buffer itself (an allocation, never a wait), within
 			 * the same bound the spill budget sets (maxbuf).
 			 */
-			item = f->sp ? pool_add(f, false) : NULL;
+			item = f->sp ? spill_take_cold(f, false) : NULL;
+			if (!item && f->sp)
+				item = pool_add(f, false);
 			if (!item) {
 				f->st.overrun_polls++;
 				continue;

@@ -106,6 +106,7 @@ struct feeder_stats {
 	uint64_t journal_bytes;  /* data bytes written to the journal */
 	uint64_t spill_mem_peak; /* most bytes of buffers held in memory for the consumer */
 	uint32_t spill_buffers;  /* buffers the pool grew to */
+	uint64_t spill_cooled;   /* times a free buffer's pages were given back (spill.c, cold buffers) */
 	bool spill_pool_full;    /* the pool reached its budget (memory full) */
 	uint64_t abandoned_bytes; /* data bytes neither decoded nor in the journal after feeder_abandon */
 	uint64_t journal_left_bytes; /* data bytes left in the journal for `spmtap decode` */

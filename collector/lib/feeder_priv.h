@@ -45,6 +45,8 @@ struct spill;
 int spill_start(struct feeder *f, const struct feeder_spill *o, char *err, size_t errlen);
 int spill_next(struct feeder *f, struct feeder_buf **b, int timeout_ms);
 void spill_put(struct feeder *f, struct feeder_buf *b);
+/* A cold buffer of the pool (its pages given back), or NULL; touch: fault its pages in first. */
+struct feeder_buf *spill_take_cold(struct feeder *f, bool touch);
 void spill_backlog(struct feeder *f, struct feeder_backlog *b);
 void spill_abandon(struct feeder *f);
 /* After the feeder thread ended: wait for the journal thread, fill st's spill fields, free. */

@@ -173,6 +173,7 @@ struct session_gpu_stats {
 	/* The spill queue (after session_stop; feeder_stats) */
 	bool spill;                     /* there was one */
 	uint64_t spilled_bytes, spill_mem_peak, journal_bytes, journal_cpu_ns;
+	uint64_t spill_cooled; /* free buffers whose pages were given back after a backlog */
 	uint64_t abandoned_bytes;       /* neither decoded nor in the journal */
 	uint64_t journal_left_bytes;    /* left in the journal by an abandoned catch-up */
 	/* Why the host lost SPM data despite it: "" none, "memory and disk full", "journal write failed: ..." */

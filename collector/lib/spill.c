@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,8 +99,18 @@ struct spill {
 	uint32_t rb_len;
 	uint64_t *done_off;      /* keep: journal offsets of taken buffers, marked on an abandon */
 	size_t ndone, capdone;
+	/*
+	 * Cold buffers: free ones the pool grew to for a backlog that has
+	 * drained, their pages given back (MADV_DONTNEED) and kept off the free
+	 * queue, which is FIFO: there the feeder would cycle through them all
+	 * and fault every page back in.  Taken again (spill_take_cold) before
+	 * the pool grows.  Under lock.
+	 */
+	struct feeder_buf **cold;
+	uint32_t ncold;
 	/* statistics */
 	uint64_t spilled, journalled, peak, abandoned, cpu_ns;
+	uint64_t cooled; /* buffers whose pages were given back */
 };
 
 static uint32_t pad8(uint32_t n) { return (8u - (n & 7u)) & 7u; }
@@ -348,8 +359,13 @@ static void *journal_main(void *arg)
 		bool ab = sp->abandon;
 		uint32_t spare = sp->head ? SPARE_BUSY : SPARE_IDLE;
 		pthread_mutex_unlock(&sp->lock);
-		while (room && !ab && spsc_count(&f->free) < spare && feeder_grow(f) == 0)
-			;
+		while (room && !ab && spsc_count(&f->free) < spare) {
+			struct feeder_buf *c = spill_take_cold(f, true);
+			if (c)
+				spsc_push(&f->free, c);
+			else if (feeder_grow(f) != 0)
+				break;
+		}
 		if (ab && !marked && sp->o.keep && sp->fd >= 0) {
 			mark_kept_taken(sp);
 			marked = true;
@@ -392,7 +408,9 @@ int spill_start(struct feeder *f, const struct feeder_spill *o, char *err, size_
 	sp->rb.size = f->size + DEC_MAX_XCC * (RAWFILE_REC_HEADER_SIZE + 8);
 	sp->rb.index = UINT32_MAX;
 	sp->rb.data = malloc(sp->rb.size);
-	if ((o->journal && !sp->path) || (o->meta_json && !sp->meta) || !sp->rb.data) {
+	sp->cold = calloc(f->maxbuf, sizeof(*sp->cold));
+	if ((o->journal && !sp->path) || (o->meta_json && !sp->meta) || !sp->rb.data || !sp->cold) {
+		free(sp->cold);
 		free(sp->path);
 		free(sp->meta);
 		free(sp->rb.data);
@@ -423,6 +441,7 @@ int spill_start(struct feeder *f, const struct feeder_spill *o, char *err, size_
 		free(sp->path);
 		free(sp->meta);
 		free(sp->rb.data);
+		free(sp->cold);
 		free(sp);
 		return spmtap_seterr(err, errlen, rc, "feeder: cannot start the journal thread: %s",
 				     spmtap_strerror(rc));
@@ -538,11 +557,52 @@ int spill_next(struct feeder *f, struct feeder_buf **out, int timeout_ms)
 	return 0;
 }
 
+/*
+ * A buffer the consumer is done with: back on the free queue, or cold when
+ * the free queue already holds what the rotation and the journal's spares
+ * use (the pool grew for a backlog that is gone).  madvise is advice: where
+ * it fails the pages stay, and the buffer is cold all the same.
+ */
+static void put_free(struct feeder *f, struct feeder_buf *b)
+{
+	struct spill *sp = f->sp;
+	if (sp->cold && spsc_count(&f->free) >= f->base + SPARE_BUSY) {
+		/*
+		 * Whole pages only: the kernel rounds the length up, and the page the
+		 * buffer ends in may hold the start of another allocation, which
+		 * MADV_DONTNEED would zero; and a start not on a page is left alone.
+		 */
+		long pg = sysconf(_SC_PAGESIZE);
+		size_t page = pg > 0 ? (size_t)pg : 4096, len = f->size / page * page;
+		if (len && (uintptr_t)b->data % page == 0)
+			(void)madvise(b->data, len, MADV_DONTNEED);
+		pthread_mutex_lock(&sp->lock);
+		sp->cold[sp->ncold++] = b; /* room for every buffer of the pool */
+		sp->cooled++;
+		pthread_mutex_unlock(&sp->lock);
+		return;
+	}
+	spsc_push(&f->free, b);
+}
+
+struct feeder_buf *spill_take_cold(struct feeder *f, bool touch)
+{
+	struct spill *sp = f->sp;
+	struct feeder_buf *b = NULL;
+	pthread_mutex_lock(&sp->lock);
+	if (sp->ncold)
+		b = sp->cold[--sp->ncold];
+	pthread_mutex_unlock(&sp->lock);
+	if (b && touch)
+		memset(b->data, 0, f->size); /* as feeder_grow: the kernel's copy should not fault */
+	return b;
+}
+
 void spill_put(struct feeder *f, struct feeder_buf *b)
 {
 	struct spill *sp = f->sp;
 	if (b != &sp->rb) {
-		spsc_push(&f->free, b);
+		put_free(f, b);
 		return;
 	}
 	pthread_mutex_lock(&sp->lock);
@@ -626,6 +686,7 @@ void spill_finish(struct feeder *f, struct feeder_stats *st)
 		st->journal_bytes = sp->journalled;
 		st->spill_mem_peak = sp->peak;
 		st->spill_buffers = atomic_load(&f->nbuf);
+		st->spill_cooled = sp->cooled;
 		st->spill_pool_full = st->spill_buffers >= f->maxbuf;
 		st->abandoned_bytes = lost;
 		st->journal_left_bytes = left;
@@ -642,6 +703,7 @@ void spill_finish(struct feeder *f, struct feeder_stats *st)
 	free(sp->path);
 	free(sp->meta);
 	free(sp->rb.data);
+	free(sp->cold); /* the buffers are the pool's, freed with it */
 	free(sp);
 	f->sp = NULL;
 }
