@@ -351,13 +351,22 @@ static struct feeder_buf *pool_add(struct feeder *f, bool touch)
 		if (align == FEEDER_HUGE)
 			(void)madvise(b->data, f->size, MADV_HUGEPAGE); /* advice only */
 		if (touch)
-			memset(b->data, 0, f->size);
+			feeder_touch(b->data, f->size);
 		b->size = f->size;
 		b->index = n;
 	}
 	/* The slot is the pool's either way: an empty one is skipped when freeing. */
 	f->bufs[n] = b;
 	return b;
+}
+
+void feeder_touch(void *p, size_t n)
+{
+	volatile unsigned char *c = p;
+	for (size_t off = 0; off < n; off += 4096)
+		c[off] = 0;
+	if (n)
+		c[n - 1] = 0;
 }
 
 int feeder_grow(struct feeder *f)

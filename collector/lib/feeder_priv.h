@@ -37,6 +37,12 @@ struct feeder {
 	struct feeder_buf *first;      /* armed by feeder_start, before the thread runs */
 };
 
+/*
+ * Fault in the pages of n bytes at p: one store per page, not a memset (the
+ * kernel zeroes a new page anyway; a sanitizer instruments a memset byte for
+ * byte, which made a 24 MiB pool cost a TSan run seconds at the start).
+ */
+void feeder_touch(void *p, size_t n);
 /* One more buffer in the pool, on the free list; 0, or -ENOSPC at maxbuf, -ENOMEM. */
 int feeder_grow(struct feeder *f);
 

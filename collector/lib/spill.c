@@ -594,7 +594,7 @@ struct feeder_buf *spill_take_cold(struct feeder *f, bool touch)
 		b = sp->cold[--sp->ncold];
 	pthread_mutex_unlock(&sp->lock);
 	if (b && touch)
-		memset(b->data, 0, f->size); /* as feeder_grow: the kernel's copy should not fault */
+		feeder_touch(b->data, f->size); /* as feeder_grow: the kernel's copy should not fault */
 	return b;
 }
 
