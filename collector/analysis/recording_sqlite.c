@@ -218,6 +218,16 @@ static int load_metric(struct sq *q, sqlite3_stmt *st, struct rec_table *t, uint
 		if (idx < 0 || idx > (int64_t)1 << 40)
 			return spmtap_seterr(q->err, q->errlen, EBADMSG, "%s: %s: sample number %" PRId64 " out of range",
 					     q->path, what, idx);
+		/*
+		 * A metric's rows are numbered 0..n-1 (checked after the loop) and come
+		 * in that order (the table's key, or insertion): a number far past the
+		 * rows read so far is damage, refused before the table grows to it
+		 * (fuzz_recording_sqlite: a 5-byte edit asked for gigabytes).
+		 */
+		if (idx > *count + ((int64_t)1 << 20))
+			return spmtap_seterr(q->err, q->errlen, EBADMSG,
+					     "%s: %s: sample number %" PRId64 " after %" PRId64 " rows: the file is damaged",
+					     q->path, what, idx, *count);
 		while ((size_t)idx >= t->cap) {
 			size_t n = t->n;
 			t->n = t->cap; /* grow to at least idx + 1 */
