@@ -2,6 +2,7 @@
 /* The files of one recording, written as .part and replaced together (outset.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,14 @@
 
 #define OUTSET_MAX 32u
 
+/*
+ * The session's threads share one set: the writer thread opens a CSV file
+ * the first time its rows come and rewrites the metadata, while the main
+ * thread writes NAME_kernels.csv at the stop.  `lock` guards the names; the
+ * commit, discard and removal run after every thread has ended.
+ */
 struct out_set {
+	pthread_mutex_t lock;
 	char *final[OUTSET_MAX];
 	size_t n;
 	char *removed[OUTSET_MAX]; /* an earlier run's files out_set_commit removed */
@@ -27,7 +35,10 @@ static const char *const companions[] = { "-wal", "-shm", "-journal" };
 int out_set_new(struct out_set **out)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	pthread_mutex_init(&(*out)->lock, NULL);
+	return 0;
 }
 
 void out_set_free(struct out_set *s)
@@ -38,6 +49,7 @@ void out_set_free(struct out_set *s)
 		free(s->final[i]);
 	for (size_t i = 0; i < s->nremoved; i++)
 		free(s->removed[i]);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
@@ -56,20 +68,25 @@ char *out_set_part(struct out_set *s, const char *final)
 {
 	if (!s)
 		return strdup(final);
+	pthread_mutex_lock(&s->lock);
 	bool known = false;
 	for (size_t i = 0; i < s->n && !known; i++)
 		known = !strcmp(s->final[i], final);
-	if (!known) {
-		if (s->n == OUTSET_MAX)
-			return NULL;
-		if (!(s->final[s->n] = strdup(final)))
-			return NULL;
-		s->n++;
-	}
-	return cat(final, OUTSET_PART);
+	if (!known && s->n < OUTSET_MAX && (s->final[s->n] = strdup(final)))
+		s->n++, known = true;
+	pthread_mutex_unlock(&s->lock);
+	return known ? cat(final, OUTSET_PART) : NULL;
 }
 
-size_t out_set_count(const struct out_set *s) { return s ? s->n : 0; }
+size_t out_set_count(struct out_set *s)
+{
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	size_t n = s->n;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
 
 size_t out_set_nremoved(const struct out_set *s) { return s ? s->nremoved : 0; }
 
@@ -78,9 +95,15 @@ const char *out_set_removed(const struct out_set *s, size_t i)
 	return s && i < s->nremoved ? s->removed[i] : NULL;
 }
 
-const char *out_set_final(const struct out_set *s, size_t i)
+/* An entry never changes once added: its pointer outlives the lock. */
+const char *out_set_final(struct out_set *s, size_t i)
 {
-	return s && i < s->n ? s->final[i] : NULL;
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	const char *f = i < s->n ? s->final[i] : NULL;
+	pthread_mutex_unlock(&s->lock);
+	return f;
 }
 
 /* Remove a regular file (never a directory or a device the user named); ENOENT is no error. */

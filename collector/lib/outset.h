@@ -27,9 +27,9 @@ void out_set_free(struct out_set *s);
  * alone, as the unit tests do).  malloc'd; NULL when out of memory.
  */
 char *out_set_part(struct out_set *s, const char *final);
-/* The final names recorded so far. */
-size_t out_set_count(const struct out_set *s);
-const char *out_set_final(const struct out_set *s, size_t i);
+/* The final names recorded so far (any thread; an entry, once there, never changes). */
+size_t out_set_count(struct out_set *s);
+const char *out_set_final(struct out_set *s, size_t i);
 /* The earlier run's files the last out_set_commit removed (not replaced by name). */
 size_t out_set_nremoved(const struct out_set *s);
 const char *out_set_removed(const struct out_set *s, size_t i);
