@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "collector/lib/outset.h"
+#include "files.h"
 #include "testenv.h"
 
 static char dir[] = "/tmp/spmtap-test-outset-XXXXXX";
@@ -35,18 +36,6 @@ static void put(const char *path, const char *text)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	fputs(text, f);
 	fclose(f);
-}
-
-static char *get(const char *path)
-{
-	static char b[256];
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	size_t n = fread(b, 1, sizeof(b) - 1, f);
-	fclose(f);
-	b[n] = 0;
-	return b;
 }
 
 static bool exists(const char *path)
@@ -102,16 +91,16 @@ static void test_commit(void)
 		free(p);
 	}
 	/* Before the commit the earlier run is whole. */
-	CU_ASSERT_STRING_EQUAL(get(at("run.db")), "old db");
+	CU_ASSERT_STRING_EQUAL(tf_peek(at("run.db")), "old db");
 	const char *old[] = { at("run.db"), at("run.csv"), at("run_smi.csv"), NULL };
 	char err[256] = "";
 	CU_ASSERT_EQUAL(out_set_commit(s, old, err, sizeof(err)), 0);
-	CU_ASSERT_STRING_EQUAL(get(at("run.db")), "new");
-	CU_ASSERT_STRING_EQUAL(get(at("run.csv")), "new");
+	CU_ASSERT_STRING_EQUAL(tf_peek(at("run.db")), "new");
+	CU_ASSERT_STRING_EQUAL(tf_peek(at("run.csv")), "new");
 	CU_ASSERT_FALSE(exists(at("run.db-wal")));
 	CU_ASSERT_FALSE(exists(at("run_smi.csv")));
 	CU_ASSERT_FALSE(exists(at("run.db" OUTSET_PART)));
-	CU_ASSERT_STRING_EQUAL(get(at("mine.txt")), "the user's");
+	CU_ASSERT_STRING_EQUAL(tf_peek(at("mine.txt")), "the user's");
 	CU_ASSERT_EQUAL_FATAL(out_set_nremoved(s), 1);
 	CU_ASSERT_STRING_EQUAL(out_set_removed(s, 0), at("run_smi.csv"));
 	out_set_free(s);
@@ -122,7 +111,7 @@ static void test_commit(void)
 	free(p);
 	out_set_discard(s);
 	out_set_free(s);
-	CU_ASSERT_STRING_EQUAL(get(at("run.csv")), "new");
+	CU_ASSERT_STRING_EQUAL(tf_peek(at("run.csv")), "new");
 	CU_ASSERT_FALSE(exists(at("run.csv" OUTSET_PART)));
 }
 
