@@ -281,6 +281,47 @@ static void test_exit_status_planner(void)
 }
 
 /*
+ * `--device all` and lists, as record takes them, on plan too (a recording's
+ * command line copied to plan): one plan per GPU; --layout-out only where
+ * the GPUs lay a sample out the same way, else 64 and no file.
+ */
+static void test_plan_devices(void)
+{
+	int rc = spmtap("--emulate mi300a,mi210 plan --spm SQ_WAVES --device all");
+	CU_ASSERT_EQUAL(rc, 0);
+	const char *out = tf_peek(path("out"));
+	const char *a = strstr(out, "target     GPU 0 "), *b = strstr(out, "target     GPU 1 ");
+	CU_ASSERT(a && b && a < b);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "gfx90a"));
+	CU_ASSERT_EQUAL(spmtap("--emulate mi300a,mi210 plan --spm SQ_WAVES --device 1,0"), 0);
+	out = tf_peek(path("out"));
+	a = strstr(out, "target     GPU 0 ");
+	b = strstr(out, "target     GPU 1 ");
+	CU_ASSERT(a && b && b < a);
+
+	rc = spmtap("--emulate mi300a,mi210 plan --spm SQ_WAVES --device all --layout-out two.json");
+	CU_ASSERT_EQUAL(rc, 64);
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), "lay the samples out differently"));
+	CU_ASSERT_FALSE(exists(path("two.json")));
+	CU_ASSERT_EQUAL(spmtap("--emulate mi210,mi210 plan --spm SQ_WAVES --device all --layout-out same.json"), 0);
+	CU_ASSERT(size_of(path("same.json")) > 100);
+
+	static const struct {
+		const char *spec, *want;
+	} bad[] = { { "0,0", "given twice" }, { "7", "no GPU \"7\"" }, { "''", "names no GPU" } };
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		char args[256];
+		snprintf(args, sizeof(args), "--emulate mi210 plan --spm SQ_WAVES --device %s", bad[k].spec);
+		CU_ASSERT_EQUAL(spmtap(args), 64);
+		CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), bad[k].want));
+		snprintf(args, sizeof(args), "--emulate mi210 record --raw -o d.spmraw --duration 0.2 --device %s",
+			 bad[k].spec);
+		CU_ASSERT_EQUAL(spmtap(args), 64);
+		CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), bad[k].want));
+	}
+}
+
+/*
  * Third-party noise: ROCr's own "Agent creation failed" lines (an emulated
  * MI300A, which Debian's ROCr 5.2.3 does not know) only with -v, and the
  * submitter fallback in one short line.
@@ -327,6 +368,7 @@ int main(int argc, char **argv)
 		{ "interval_as_typed", test_interval_as_typed, NULL },
 		{ "exit_status_planner", test_exit_status_planner, need_emulator },
 		{ "vendor_noise", test_vendor_noise, need_emulator },
+		{ "plan_devices", test_plan_devices, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	int rc = testenv_run_suite("cli", cases, argc, argv);

@@ -106,6 +106,15 @@ struct cli_target {
 int cli_target_devices(struct cli_target *t, const char *cmd);
 int cli_target_backend(struct cli_target *t, const char *cmd, const char *backend);
 void cli_target_free(struct cli_target *t);
+/*
+ * --device SPEC: `all` (every GPU discovered, in order) or a comma-separated
+ * list of what spm_device_lookup takes (an index, gpu_id:0x..., a PCI
+ * address), at most max.  0 with gpus[0..*n) set; a negative errno with the
+ * message printed as "spmtap CMD: ...".
+ */
+int cli_parse_devices(const struct cli_target *t, const char *cmd, const char *spec, uint32_t *gpus, size_t max,
+		      size_t *n);
+#define CLI_MAX_GPUS 16u /* a session's (SESSION_MAX_GPUS) */
 
 /*
  * A default geometry for a gfx target when there is no GPU to ask (a

@@ -27,7 +27,8 @@ const char cmd_plan_usage[] =
 	"  --interval CYCLES   sample interval in SCLK cycles (default 32768, as record)\n"
 	"  --gfx TARGET        plan for a gfx target without a GPU (geometry of a\n"
 	"                      representative part: gfx942 MI300X, gfx90a MI210)\n"
-	"  --device D          plan for this GPU's geometry (default: GPU 0, or --gfx)\n"
+	"  --device D          plan for this GPU's geometry (default: GPU 0, or --gfx);\n"
+	"                      a list (0,2) or `all` prints one plan per GPU\n"
 	"  --layout-out FILE   write the layout descriptor (spmtap-layout v1)\n"
 	"  --pm4               print the start and stop PM4 programs, disassembled\n"
 	"\n"
@@ -86,6 +87,57 @@ static int print_pm4(const struct spm_plan *p)
 	spm_pm4_fini(&start);
 	spm_pm4_fini(&stop);
 	return a && b ? EXIT_OK : EXIT_FAIL;
+}
+
+/* What every plan of one command line shares, and the layout descriptor the plans agree on. */
+struct plan_out {
+	const char **list;
+	size_t n;
+	uint32_t interval;
+	const char *layout_out;
+	bool pm4;
+	char *layout; /* the first plan's descriptor (with --layout-out) */
+	char first[128]; /* its target, for the message when another plan's differs */
+};
+
+/* Plan, print, warn; the layout descriptor kept for --layout-out.  An exit status. */
+static int plan_one(struct plan_out *o, const char *gfx, const struct spm_geometry *geo, enum spm_gfx family,
+		    const char *target)
+{
+	struct spm_plan *p = NULL;
+	int st = cli_make_plan("plan", gfx, geo, o->list, o->n, o->interval, &p);
+	if (st != EXIT_OK)
+		return st;
+	print_plan(p, target, cli_sclk_ghz(family));
+	/* Said before any run: saturation the catalog can predict, a rate above the estimate. */
+	char warn[4096];
+	if (spm_plan_warnings(p, cli_sclk_ghz(family), 0, warn, sizeof(warn))) {
+		fflush(stdout);
+		for (char *save = NULL, *l = strtok_r(warn, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			fprintf(stderr, "spmtap plan: warning: %s\n", l);
+	}
+	if (o->layout_out) {
+		/* One file describes one stream's bytes: GPUs that lay them out differently need one each. */
+		char *text = spm_plan_layout_dumps(p);
+		if (!text) {
+			fprintf(stderr, "spmtap plan: out of memory\n");
+			st = EXIT_FAIL;
+		} else if (!o->layout) {
+			o->layout = text;
+			snprintf(o->first, sizeof(o->first), "%s", target);
+		} else {
+			if (strcmp(text, o->layout)) {
+				fprintf(stderr, "spmtap plan: --layout-out: %s and %s lay the samples out differently; "
+						"give --device one of them\n", o->first, target);
+				st = EXIT_USAGE;
+			}
+			free(text);
+		}
+	}
+	if (st == EXIT_OK && o->pm4)
+		st = print_pm4(p);
+	spm_plan_free(p);
+	return st;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -159,65 +211,55 @@ int cmd_plan(int argc, char **argv)
 		st = EXIT_USAGE;
 	}
 
+	struct plan_out out = { .list = list, .n = n, .interval = interval, .layout_out = layout_out, .pm4 = pm4 };
 	struct cli_target t = { 0 };
-	struct spm_geometry geo;
-	enum spm_gfx family = SPM_GFX_NONE;
-	char target[256] = "";
-	const char *gfx_name = gfx;
 	if (st == EXIT_OK && gfx) {
+		struct spm_geometry geo;
+		enum spm_gfx family = SPM_GFX_NONE;
 		const char *part;
+		char target[256];
 		st = cli_gfx_geometry("plan", gfx, &geo, &family, &part);
 		snprintf(target, sizeof(target), "%s, geometry of %s", gfx, part);
+		if (st == EXIT_OK)
+			st = plan_one(&out, gfx, &geo, family, target);
 	} else if (st == EXIT_OK) {
-		char err[SPM_ERRLEN];
+		uint32_t gpus[CLI_MAX_GPUS];
+		size_t ngpus = 0;
 		st = cli_target_devices(&t, "plan");
-		int idx = st == EXIT_OK ? spm_device_lookup(t.devs, t.ndev, device ? device : "0", err,
-							     sizeof(err))
-					: 0;
-		if (st == EXIT_OK && idx < 0) {
-			fprintf(stderr, "spmtap plan: %s%s\n", err,
-				t.ndev ? "" : "; plan for a target without a GPU with --gfx gfx942 or --gfx gfx90a");
-			st = t.ndev ? EXIT_USAGE : EXIT_FAIL;
+		if (st == EXIT_OK && !t.ndev) {
+			fprintf(stderr, "spmtap plan: no GPU found; plan for a target without a GPU with --gfx gfx942 "
+					"or --gfx gfx90a\n");
+			st = EXIT_FAIL;
 		}
-		if (st == EXIT_OK) {
-			const struct spm_device *d = &t.devs[idx];
+		if (st == EXIT_OK && cli_parse_devices(&t, "plan", device ? device : "0", gpus, CLI_MAX_GPUS,
+						       &ngpus) < 0)
+			st = EXIT_USAGE;
+		/* One plan per GPU asked for (`--device all` as record takes it), a blank line apart. */
+		for (size_t k = 0; k < ngpus && st == EXIT_OK; k++) {
+			const struct spm_device *d = &t.devs[gpus[k]];
+			struct spm_geometry geo;
+			enum spm_gfx family = SPM_GFX_NONE;
+			char err[SPM_ERRLEN], label[128];
 			if (spm_geometry_from_device(d, &geo, &family, err, sizeof(err)) < 0) {
 				fprintf(stderr, "spmtap plan: %s\n", err);
 				st = EXIT_FAIL;
+				break;
 			}
-			char label[128];
-			snprintf(target, sizeof(target), "%s", spm_device_label(d, label, sizeof(label)));
-			gfx_name = d->gfx;
+			if (k)
+				printf("\n");
+			st = plan_one(&out, d->gfx, &geo, family, spm_device_label(d, label, sizeof(label)));
 		}
 	}
-	struct spm_plan *p = NULL;
-	if (st == EXIT_OK)
-		st = cli_make_plan("plan", gfx_name, &geo, list, n, interval, &p);
-	if (st == EXIT_OK) {
-		print_plan(p, target, cli_sclk_ghz(family));
-		/* Said before any run: saturation the catalog can predict, a rate above the estimate. */
-		char warn[4096];
-		if (spm_plan_warnings(p, cli_sclk_ghz(family), 0, warn, sizeof(warn))) {
-			fflush(stdout);
-			for (char *save = NULL, *l = strtok_r(warn, "\n", &save); l;
-			     l = strtok_r(NULL, "\n", &save))
-				fprintf(stderr, "spmtap plan: warning: %s\n", l);
+	if (st == EXIT_OK && out.layout) {
+		FILE *f = fopen(layout_out, "we");
+		if (!f || fputs(out.layout, f) < 0 || fputc('\n', f) < 0 || fclose(f)) {
+			fprintf(stderr, "spmtap plan: %s: %s\n", layout_out, strerror(errno));
+			st = EXIT_FAIL;
+		} else {
+			printf("\nlayout descriptor written to %s\n", layout_out);
 		}
-		if (layout_out) {
-			char *text = spm_plan_layout_dumps(p);
-			FILE *f = text ? fopen(layout_out, "we") : NULL;
-			if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0 || fclose(f)) {
-				fprintf(stderr, "spmtap plan: %s: %s\n", layout_out, strerror(errno));
-				st = EXIT_FAIL;
-			} else {
-				printf("\nlayout descriptor written to %s\n", layout_out);
-			}
-			free(text);
-		}
-		if (st == EXIT_OK && pm4)
-			st = print_pm4(p);
 	}
-	spm_plan_free(p);
+	free(out.layout);
 	cli_target_free(&t);
 	free(names);
 	return st;

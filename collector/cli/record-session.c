@@ -77,35 +77,7 @@ static void outerr(const char *msg)
 	fprintf(stderr, "spmtap record: %s\n", msg);
 }
 
-static int parse_devices(const struct cli_target *t, const char *spec, uint32_t *gpus, size_t *n)
-{
-	char err[SPM_ERRLEN];
-	*n = 0;
-	if (!strcmp(spec, "all")) {
-		for (size_t i = 0; i < t->ndev && *n < SESSION_MAX_GPUS; i++)
-			gpus[(*n)++] = (uint32_t)i;
-		return *n ? 0 : -ENODEV;
-	}
-	char *dup = strdup(spec), *save = NULL;
-	if (!dup)
-		return -ENOMEM;
-	int rc = 0;
-	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int idx = spm_device_lookup(t->devs, t->ndev, tok, err, sizeof(err));
-		if (idx < 0) {
-			fprintf(stderr, "spmtap record: %s\n", err);
-			rc = idx;
-			break;
-		}
-		if (*n == SESSION_MAX_GPUS) {
-			rc = -E2BIG;
-			break;
-		}
-		gpus[(*n)++] = (uint32_t)idx;
-	}
-	free(dup);
-	return rc;
-}
+_Static_assert(CLI_MAX_GPUS == SESSION_MAX_GPUS, "cli_parse_devices's bound is a session's");
 
 /*
  * libspmtap-tool.so for the app: SPMTAP_TOOL_LIB, else beside this
@@ -508,9 +480,11 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname, bo
 	struct session *S = NULL;
 	pid_t child = -1;
 	int app_status = -1;
-	if (parse_devices(&t, o->device ? o->device : "0", gpus, &ngpus) < 0 || !ngpus) {
+	if (cli_parse_devices(&t, "record", o->device ? o->device : "0", gpus, SESSION_MAX_GPUS, &ngpus) < 0) {
+		/* a name that is not one of the GPUs is the command line's fault; no GPU at all is not */
+		int bad = t.ndev ? EXIT_USAGE : EXIT_FAIL;
 		cli_target_free(&t);
-		return t.ndev ? EXIT_USAGE : EXIT_FAIL;
+		return bad;
 	}
 	bool formats = wants_formats(o);
 	if ((formats && session_parse_formats(o->formats ? o->formats : "csv", fmts, &nfmt, err,

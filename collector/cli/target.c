@@ -46,6 +46,52 @@ int cli_target_devices(struct cli_target *t, const char *cmd)
 	return EXIT_OK;
 }
 
+int cli_parse_devices(const struct cli_target *t, const char *cmd, const char *spec, uint32_t *gpus, size_t max,
+		      size_t *n)
+{
+	char err[SPM_ERRLEN];
+	*n = 0;
+	if (!strcmp(spec, "all")) {
+		for (size_t i = 0; i < t->ndev && *n < max; i++)
+			gpus[(*n)++] = (uint32_t)i;
+		if (!*n)
+			fprintf(stderr, "spmtap %s: --device all: no GPU found\n", cmd);
+		return *n ? 0 : -ENODEV;
+	}
+	char *dup = strdup(spec), *save = NULL;
+	if (!dup)
+		return -ENOMEM;
+	int rc = 0;
+	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int idx = spm_device_lookup(t->devs, t->ndev, tok, err, sizeof(err));
+		if (idx < 0) {
+			fprintf(stderr, "spmtap %s: %s\n", cmd, err);
+			rc = idx;
+			break;
+		}
+		bool twice = false;
+		for (size_t k = 0; k < *n; k++)
+			twice |= gpus[k] == (uint32_t)idx;
+		if (twice) {
+			fprintf(stderr, "spmtap %s: --device: GPU %d given twice\n", cmd, idx);
+			rc = -EINVAL;
+			break;
+		}
+		if (*n == max) {
+			fprintf(stderr, "spmtap %s: --device: at most %zu GPUs\n", cmd, max);
+			rc = -E2BIG;
+			break;
+		}
+		gpus[(*n)++] = (uint32_t)idx;
+	}
+	free(dup);
+	if (!rc && !*n) {
+		fprintf(stderr, "spmtap %s: --device '%s' names no GPU\n", cmd, spec);
+		rc = -EINVAL;
+	}
+	return rc;
+}
+
 int cli_target_backend(struct cli_target *t, const char *cmd, const char *name)
 {
 	char reason[SPM_ERRLEN] = "";
