@@ -147,7 +147,13 @@ uint64_t emu_mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* A deterministic factor in [1 - span, 1 + span]. */
+/*
+ * A deterministic factor meant to be in [1 - span, 1 + span]; it is in
+ * [1 - span, 1 + 3 span): (h >> 11) is below 2^53, divided by 2^52.  Left
+ * so: which counters saturate where (TCC_HIT at interval 32768 at full load,
+ * docs/emulator.md) follows from it and several suites check that story;
+ * the right scale (2^53) wants the TCC rates retuned with it.
+ */
 static double emu_spread(uint64_t h, double span)
 {
 	return 1.0 + span * ((double)(h >> 11) / 4503599627370496.0 * 2.0 - 1.0);
