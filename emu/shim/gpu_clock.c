@@ -29,6 +29,8 @@ uint64_t emu_clock_boottime_ns(void)
 uint64_t emu_clock_ticks(uint64_t raw_ns)
 {
 	/* Integer base term keeps ppm = 0 exact; the drift term is small enough for long double. */
+	if (emu_p.clock_ppm == 0)
+		return emu_p.clock_offset + raw_ns / 10; /* the default: x87 math per SPM sample was 8 % of the device */
 	long double drift = (long double)raw_ns * emu_p.clock_ppm / 1e7L;
 	int64_t d = (int64_t)(drift + (drift >= 0 ? 0.5L : -0.5L));
 	return emu_p.clock_offset + raw_ns / 10 + (uint64_t)d;
