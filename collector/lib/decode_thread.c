@@ -31,16 +31,6 @@ struct start {
  * per-slot values over [0, 65535) and the saturated cells, per counter.
  */
 #define SAT_BINS 64u
-/*
- * Samples per decoded chunk.  The instance sums and the copy for the writer
- * read every decoder column again (an MI300X with TCC_HIT and TA_TA_BUSY:
- * 28 columns of u64, 224 bytes per sample): at 1024 samples they are still
- * in L2, at the decoder's 4096 (917 KB) they were not.  Measured: the
- * decode stage 0.35-0.38 -> 0.30-0.32 s per GB (8 s MI300X recordings at
- * 16384, alternating; docs/bench.md).  The kernel alone is the same at
- * either size (bench_decode).
- */
-#define DTHR_CHUNK_SAMPLES 1024u
 struct satgroup {
 	char base[DEC_MAX_NAME + 1];
 	uint64_t hist[SAT_BINS];

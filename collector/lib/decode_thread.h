@@ -43,6 +43,18 @@ struct dthr;
 typedef int (*dthr_part_fn)(void *user, const struct feeder_buf *b, const struct dec_part *p,
 			    const void *data);
 
+/*
+ * Samples per decoded chunk.  The instance sums and the copy for the writer
+ * read every decoder column again (an MI300X with TCC_HIT and TA_TA_BUSY:
+ * 28 columns of u64, 224 bytes per sample): at 1024 samples they are still
+ * in L2, at the decoder's 4096 (917 KB) they were not.  Measured: the
+ * decode stage 0.35-0.38 -> 0.30-0.32 s per GB (8 s MI300X recordings at
+ * 16384, alternating; docs/bench.md).  The kernel alone is the same at
+ * either size (bench_decode).  The session's queue holds
+ * SESSION_QUEUE_DEFAULT of them; session_priv.h checks the product.
+ */
+#define DTHR_CHUNK_SAMPLES 1024u
+
 struct dthr_opts {
 	/* NULL: no counters were programmed (the emulator's test pattern, `record
 	 * --raw` alone): parts go to the part callback and are counted, bytes and

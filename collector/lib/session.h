@@ -31,7 +31,7 @@
 
 #define SESSION_MAX_GPUS 16u
 #define SESSION_MAX_WRITERS 4u
-#define SESSION_QUEUE_DEFAULT 256u  /* chunks between the producers and the writer thread: 256 K SPM samples */
+#define SESSION_QUEUE_DEFAULT 256u  /* chunks between the producers and the writer thread (DTHR_CHUNK_SAMPLES each) */
 #define SESSION_CLOCK_PERIOD_MS 100u
 
 /* The catch-up after a stop (session_opts.on_catchup). */

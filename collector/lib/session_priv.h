@@ -22,6 +22,10 @@
 #include "collector/lib/write_raw.h"
 #include "spm/pm4.h"
 
+/* The writer queue buffers 256 Ki SPM samples: its depth follows the decode thread's chunk size. */
+_Static_assert(SESSION_QUEUE_DEFAULT * DTHR_CHUNK_SAMPLES == 256u * 1024u,
+	       "SESSION_QUEUE_DEFAULT and DTHR_CHUNK_SAMPLES change together");
+
 #define SES_ERRLEN (SPM_ERRLEN + 256)
 
 /* A chunk (or a phase) on its way to the writer thread. */

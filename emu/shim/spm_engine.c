@@ -145,7 +145,7 @@ static void emu_fill_lines(struct emu_spm *s, uint32_t k, uint64_t l0, uint64_t 
 		while (n < hi) {
 			uint64_t mid = n + (hi - n + 1) / 2, sl = slot + mid - 1;
 			if (sl >= R)
-				sl -= R;
+				sl %= R;
 			if (x->slot_seq[sl] == seq0 + mid - 1)
 				n = mid;
 			else
