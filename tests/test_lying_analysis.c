@@ -717,7 +717,12 @@ static void saturation(void)
 		CU_ASSERT(why && strstr(why, "TCC_HIT") && strstr(why, "saturated"));
 	}
 	fprintf(stderr, "\n    %zu phase(s) with saturated TCC_HIT ", sat_phases);
-	CU_ASSERT(sat_phases >= 1);
+	/*
+	 * The run must show saturation somewhere, unless the device lost samples in
+	 * every phase (under TSan in CI it once ran late for the whole recording,
+	 * so no phase kept a value to be saturated in).
+	 */
+	CU_ASSERT(sat_phases >= 1 || v.lossy == v.phases);
 	struct verdict w;
 	check_truthful("sat", j, &t, "SQ_WAVES", &w);
 	/* a phase the device kept whole has its exact number (under TSan in CI it ran late in all 5) */
