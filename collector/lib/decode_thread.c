@@ -328,6 +328,7 @@ static void consume(struct dthr *t, struct feeder_buf *b)
 static void *run(void *arg)
 {
 	struct dthr *t = arg;
+	pthread_setname_np(pthread_self(), "spmtap-decode"); /* top -H, perf --sort comm */
 	for (;;) {
 		struct feeder_buf *b;
 		int r = feeder_next(t->f, &b, 100);

@@ -238,6 +238,7 @@ stop:
 static void *feeder_main(void *arg)
 {
 	struct feeder *f = arg;
+	pthread_setname_np(pthread_self(), "spmtap-feeder"); /* top -H, perf --sort comm */
 	uint64_t start = now_ns(CLOCK_MONOTONIC);
 	struct feeder_buf *armed = NULL;
 	struct spm_retired r;

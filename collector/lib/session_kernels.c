@@ -70,6 +70,7 @@ int ses_kernels_open(struct session *S, char *err, size_t errlen)
 void *ses_kernels_main(void *arg)
 {
 	struct session *S = arg;
+	pthread_setname_np(pthread_self(), "spmtap-kernels");
 	while (!atomic_load(&S->kd_stop)) {
 		int most = kd_reader_poll(S->kd);
 		if (most < 0)

@@ -30,6 +30,7 @@ static void meta_tick(struct session *S)
 void *ses_writer_main(void *arg)
 {
 	struct session *S = arg;
+	pthread_setname_np(pthread_self(), "spmtap-writer"); /* top -H, perf --sort comm */
 	bool stalled = false;
 	void *p;
 	char e[SES_ERRLEN];
@@ -117,6 +118,7 @@ int ses_marker_emit(const struct mk_region *r, void *user)
 void *ses_marker_main(void *arg)
 {
 	struct session *S = arg;
+	pthread_setname_np(pthread_self(), "spmtap-markers");
 	while (!atomic_load(&S->mk_stop)) {
 		int most = mk_reader_poll(S->mk, ses_marker_emit, S);
 		if (most < (int)(MK_EVENTS / 4))
@@ -187,6 +189,7 @@ void ses_add_pair(struct session *S, struct sgpu *g)
 void *ses_clock_main(void *arg)
 {
 	struct session *S = arg;
+	pthread_setname_np(pthread_self(), "spmtap-clock");
 	pthread_mutex_lock(&S->lock);
 	while (!S->clock_stop) {
 		struct timespec ts;
