@@ -110,6 +110,11 @@ struct feeder_stats {
 	bool spill_pool_full;    /* the pool reached its budget (memory full) */
 	uint64_t abandoned_bytes; /* data bytes neither decoded nor in the journal after feeder_abandon */
 	uint64_t journal_left_bytes; /* data bytes left in the journal for `spmtap decode` */
+	/* Journalled buffers that could not be read back (I/O error, a corrupt
+	 * record): each told every stream of loss, so each XCC's loss-flag count
+	 * includes them once per buffer, though the kernel flagged nothing. */
+	uint64_t journal_read_failed;
+	uint64_t journal_read_lost_bytes; /* their data bytes */
 	int journal_error;       /* the journal's first write error (then: no more spilling) */
 	char journal_errmsg[SPM_ERRLEN];
 	bool journal_kept;       /* the journal file is left for `spmtap decode` (keep or abandon) */

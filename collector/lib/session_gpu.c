@@ -278,6 +278,10 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 						 atomic_load(&((struct sgpu *)g)->period_ps[x]), end);
 		a->gap_samples += a->end_lost;
 		a->loss_flags = s.loss_parts + s.bad_parts;
+		/* a journal read-back failure flagged every stream once: the host's loss, not the kernel's */
+		if (g->have_fs)
+			a->loss_flags -= a->loss_flags < g->fs.journal_read_failed ? a->loss_flags
+										  : g->fs.journal_read_failed;
 		a->prestart_bytes = s.skipped_start;
 		a->resync_bytes = s.dec.dropped_bytes - s.skipped_start;
 		a->trailing_bytes = s.dec.partial_bytes;
@@ -289,7 +293,8 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	}
 	if (g->have_fs) {
 		/* What an abandoned catch-up left in the journal (or lost) was never fed either. */
-		uint64_t unfed = fed + g->fs.journal_left_bytes + g->fs.abandoned_bytes;
+		uint64_t unfed = fed + g->fs.journal_left_bytes + g->fs.abandoned_bytes +
+				 g->fs.journal_read_lost_bytes;
 		st->first_buffer_bytes = g->fs.bytes > unfed ? g->fs.bytes - unfed : 0;
 		st->overrun_polls = g->fs.overrun_polls;
 		st->polls = g->fs.polls;
@@ -309,6 +314,8 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->journal_cpu_ns = fs->journal_cpu_ns;
 		st->abandoned_bytes = fs->abandoned_bytes;
 		st->journal_left_bytes = fs->journal_left_bytes;
+		st->journal_read_failed = fs->journal_read_failed;
+		st->journal_read_lost_bytes = fs->journal_read_lost_bytes;
 		/* The host lost data although it could spill: say which resource ran out. */
 		if (st->spill && fs->overrun_polls)
 			snprintf(st->loss_reason, sizeof(st->loss_reason), "%s%s",
