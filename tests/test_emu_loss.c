@@ -108,10 +108,17 @@ static void test_gen_b_stall_exact(void)
 }
 
 /* SPMTAP_EMU_INJECT_DROP: 100 lines from 20 ms after the start, on every XCC. */
-static void test_inject_drop(void)
+/*
+ * An injected drop of 100 lines at `at_ms` on gen A: the delivered stream
+ * jumps by exactly 100 seqs at the first line due then, and the truth says
+ * 3200 bytes.  A drop inside a copy's range (15 ms, between the 10 ms polls)
+ * also checks the device's line runs: the lines after the gap take seqs the
+ * ring's slots say, not the ones a run from before the gap would continue.
+ */
+static void inject_drop_gen_a(const char *spec, uint64_t first_line)
 {
 	reset_env();
-	setenv("SPMTAP_EMU_INJECT_DROP", "20:3200", 1);
+	setenv("SPMTAP_EMU_INJECT_DROP", spec, 1);
 	static uint8_t b[2][1 << 20];
 	struct stream s = { 0 };
 	uint32_t copied, loss, losses = 0;
@@ -129,20 +136,31 @@ static void test_inject_drop(void)
 	CU_ASSERT_EQUAL(s.bad, 0);
 	CU_ASSERT_EQUAL(s.gap_lines, 100);
 	/* line j exists at start + (j + 1) * 3906.25 ns: j = 5119 is the first at 20 ms */
+	bool jumped = false;
 	for (size_t off = 0; off + LINE <= s.len; off += LINE) {
 		uint64_t seq = le(s.bytes + off + 8, 8);
 		if (seq != off / LINE) {
-			CU_ASSERT_EQUAL(seq, 5119 + 100);
-			CU_ASSERT_EQUAL(off / LINE, 5119);
+			CU_ASSERT_EQUAL(seq, first_line + 100);
+			CU_ASSERT_EQUAL(off / LINE, first_line);
+			jumped = true;
 			break;
 		}
 	}
+	CU_ASSERT(jumped);
 	json_t *j = truth_last(GA, 0);
 	CU_ASSERT(truth_consistent(j));
 	CU_ASSERT_EQUAL(tv(j, "lost_injected_bytes"), 3200);
 	CU_ASSERT_EQUAL(tv(j, "lost_bytes"), 3200);
+	CU_ASSERT_EQUAL(tv(j, "copied_bytes"), (long long)s.len);
 	json_decref(j);
 	stream_free(&s);
+}
+
+static void test_inject_drop(void)
+{
+	inject_drop_gen_a("20:3200", 5119);
+	inject_drop_gen_a("15:3200", 3839); /* 15 ms / 3906.25 ns - 1 */
+	uint32_t copied, loss;
 
 	/* gen B: every XCC drops */
 	uint8_t *gb = malloc(6 << 20);
