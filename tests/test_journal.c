@@ -8,7 +8,8 @@
  * Checked against the emulator's per-sample truth ($SPMTAP_EMU_SAMPLE_TRUTH),
  * not against our own decoder:
  *  - writer_stall: a writer stalled for seconds (SPMTAP_WRITER_STALL) loses
- *    nothing, in memory and through the journal, and every row equals the
+ *    nothing, in memory and through the journal (O_DIRECT and, with
+ *    SPMTAP_JOURNAL_DIRECT=0, the page cache), and every row equals the
  *    truth; the journal is gone afterwards;
  *  - sigint_catchup: SIGINT while catching up ends it; the outputs say
  *    "complete": false and the journal, decoded by `spmtap decode`, holds the
@@ -129,7 +130,7 @@ static json_int_t acct_int(json_t *meta, bool xcc, const char *key)
  * which puts nearly everything through the journal.  Before this item the kernel
  * dropped the stall's samples (the feeder found no free buffer).
  */
-static void stall_case(const char *tag, const char *spill)
+static void stall_case(const char *tag, const char *spill, const char *extra_env)
 {
 	char dir[4096], err[4096], truth[4096], tenv[4200], csv[4200], journal[4200];
 	snprintf(dir, sizeof(dir), "%s", path(tag));
@@ -138,7 +139,7 @@ static void stall_case(const char *tag, const char *spill)
 	snprintf(tenv, sizeof(tenv), "SPMTAP_EMU_SAMPLE_TRUTH=%s", truth);
 	snprintf(csv, sizeof(csv), "%s/run_spm.csv", dir);
 	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
-	const char *env[] = { tenv, "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:4000", NULL };
+	const char *env[] = { tenv, "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:4000", extra_env, NULL };
 	const char *args[24] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f",
 				 "csv", "--duration", "2.5" };
 	int n = 13;
@@ -223,8 +224,9 @@ static void stall_case(const char *tag, const char *spill)
 
 static void test_writer_stall(void)
 {
-	stall_case("mem", NULL);
-	stall_case("journal", "16M");
+	stall_case("mem", NULL, NULL);
+	stall_case("journal", "16M", NULL); /* O_DIRECT where /tmp takes it */
+	stall_case("journal-buffered", "16M", "SPMTAP_JOURNAL_DIRECT=0");
 }
 
 /*

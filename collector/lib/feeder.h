@@ -73,6 +73,7 @@ struct feeder_spill {
 	const char *meta_json;      /* its first record (the layout, for `spmtap decode`) */
 	bool keep;                  /* --keep-raw: the journal stays, every record in it */
 	bool skip_seq0;             /* buffer 0 is the pre-program one the consumer drops: not journalled */
+	bool buffered;              /* the journal through the page cache, not O_DIRECT (spill.c) */
 };
 
 struct feeder_opts {

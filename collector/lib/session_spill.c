@@ -48,6 +48,9 @@ const struct feeder_spill *ses_spill_opts(struct session *S, struct sgpu *g)
 		json_decref(m);
 		sp->meta_json = g->journal_meta;
 		sp->keep = o->keep_raw;
+		/* An escape hatch for a file system whose O_DIRECT takes the writes but misbehaves. */
+		const char *dio = getenv("SPMTAP_JOURNAL_DIRECT");
+		sp->buffered = dio && !strcmp(dio, "0");
 	}
 	/* The pre-program buffer is dropped by the decode thread (prime.h): never journalled. */
 	sp->skip_seq0 = g->plan != NULL;

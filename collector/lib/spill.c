@@ -171,6 +171,8 @@ static void set_jerr(struct spill *sp, int err, const char *what)
  */
 static void journal_direct(struct spill *sp)
 {
+	if (sp->o.buffered)
+		return;
 	uint64_t at = sp->end, pad = align_up(at + RAWFILE_REC_HEADER_SIZE) - at;
 	if (posix_memalign((void **)&sp->stage, JOURNAL_ALIGN, sp->stage_size)) {
 		sp->stage = NULL;
