@@ -178,7 +178,7 @@ struct session_gpu_stats {
 	uint64_t journal_left_bytes;    /* left in the journal by an abandoned catch-up */
 	uint64_t journal_read_failed;   /* journalled buffers not read back: lost (feeder_stats) */
 	uint64_t journal_read_lost_bytes;
-	/* Why the host lost SPM data despite it: "" none, "memory and disk full", "journal write failed: ..." */
+	/* Why the host lost SPM data despite it: "" none, "memory full and the journal behind", "journal write failed: ..." */
 	char loss_reason[SPM_ERRLEN + 32];
 	char journal[4096];             /* the journal's path when the run left one, else "" */
 };

@@ -320,7 +320,7 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		if (st->spill && fs->overrun_polls)
 			snprintf(st->loss_reason, sizeof(st->loss_reason), "%s%s",
 				 fs->journal_error ? "journal write failed: "
-				 : fs->spill_pool_full ? "memory and disk full"
+				 : fs->spill_pool_full ? "memory full and the journal behind"
 						       : "the journal thread fell behind (CPU)",
 				 fs->journal_error ? fs->journal_errmsg : "");
 		if (fs->journal_kept)
