@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -195,7 +196,19 @@ static void no_mixed_snapshot(void)
 	struct cray_pm_snap *g = calloc(N, sizeof(*g)), *u = calloc(N, sizeof(*u));
 	CU_ASSERT_FATAL(g && u);
 	uint64_t torn = 0, failed = 0;
+	/*
+	 * One pass per 487 us at most, so the 1500 span at least 0.73 s (146
+	 * snapshots at 5 ms): on a fast host they once took 0.4 s, and the race
+	 * met under 100 snapshots.  Not 500 us: a grid that divides the 5 ms
+	 * period locks the passes to one phase of it, and the race went unmet.
+	 */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < N; i++) {
+		uint64_t at = (uint64_t)t0.tv_nsec + (uint64_t)i * 487000u;
+		struct timespec due = { t0.tv_sec + (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR)
+			;
 		if (cray_pm_read(pm, &g[i], &torn))
 			failed++, g[i].freshness = UINT64_MAX;
 		unguarded_read(pm, &u[i]);
