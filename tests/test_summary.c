@@ -270,8 +270,16 @@ static void test_verdict_writer_stall(void)
 	json_t *a = json_array_get(json_object_get(m, "accounting"), 0);
 	double wait = json_real_value(json_object_get(a, "output_queue_wait_s"));
 	uint64_t overrun = (uint64_t)json_integer_value(json_object_get(a, "overrun_polls"));
-	printf("\n    output queue full %.2f s, %" PRIu64 " overrun polls ", wait, overrun);
-	CU_ASSERT(wait > 0.1); /* the stall did block the decode thread */
+	uint64_t samples = acc_sum(m, "samples"), lost = acc_sum(m, "lost_gap_samples");
+	printf("\n    output queue full %.2f s, %" PRIu64 " overrun polls, %" PRIu64 " samples, %" PRIu64 " lost ",
+	       wait, overrun, samples, lost);
+	/*
+	 * The stall blocked the decode thread: 2.5 s of data is several times
+	 * the queue.  Unless the emulated device itself fell behind on a loaded
+	 * host and lost most of it (once in make test: 0.03 s): then there was
+	 * not enough to fill the queue, which the loss says.
+	 */
+	CU_ASSERT(wait > 0.1 || lost > samples);
 	/*
 	 * The spill queue absorbs a stalled writer (docs/architecture.md
 	 * "Back-pressure policy"): no poll finds every buffer taken unless the
