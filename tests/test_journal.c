@@ -18,7 +18,9 @@
  *    RLIMIT_FSIZE, as ENOSPC on a full disk) ends spilling: loss is flagged
  *    as before and the summary and accounting say "journal write failed";
  *  - kill9_journal: kill -9 while catching up leaves .part outputs and a
- *    journal `spmtap decode` reads.
+ *    journal `spmtap decode` reads;
+ *  - journal_damaged: a journal cut while catching up: what cannot be read
+ *    back is counted as the host's loss and named, the rest is written.
  *
  * The CSV loader and the truth matcher are tests/lib/csv_truth.c, shared
  * with test_record_spm.
@@ -324,6 +326,52 @@ static void test_kill9_journal(void)
 	csv_free(&c);
 }
 
+/*
+ * The journal damaged while the outputs catch up from it (cut to half, as a
+ * failing disk or a careless `truncate` would): the buffers that cannot be
+ * read back are the host's loss, counted in spill.read_failed_buffers and
+ * named by the verdict, and the recording still ends complete with every
+ * other row.
+ */
+static void test_journal_damaged(void)
+{
+	char dir[4096], err[4096], journal[4200];
+	snprintf(dir, sizeof(dir), "%s", path("damaged"));
+	snprintf(err, sizeof(err), "%s.err", dir);
+	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
+	const char *env[] = { "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:6000", NULL };
+	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
+			       "--duration", "3", "--spill-mem", "16M", NULL };
+	pid_t pid = spawn(args, env, err);
+	bool seen = false;
+	for (int i = 0; i < 600 && !seen; i++) {
+		struct timespec ts = { 0, 100 * 1000000L };
+		nanosleep(&ts, NULL);
+		seen = strstr(tf_peek(err), "catching up") != NULL;
+	}
+	CU_ASSERT(seen);
+	/* The writer is still stalled (6 s from 0.2 s): nothing has been read back yet. */
+	struct stat sb;
+	CU_ASSERT_EQUAL_FATAL(stat(journal, &sb), 0);
+	CU_ASSERT(sb.st_size > (4 << 20));
+	CU_ASSERT_EQUAL(truncate(journal, sb.st_size / 2 / 4096 * 4096), 0);
+	int st = tp_wait(pid);
+	const char *msg = tf_peek(err);
+	json_t *meta = NULL;
+	int complete = meta_complete(dir, &meta);
+	json_int_t failed = spill_int(meta, "read_failed_buffers"), lostb = spill_int(meta, "read_lost_bytes");
+	fprintf(stderr, "\n  journal of %lld bytes cut to half: %lld buffer(s), %lld bytes not read back ",
+		(long long)sb.st_size, (long long)failed, (long long)lostb);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT_EQUAL(complete, 1);
+	CU_ASSERT(failed > 0);
+	CU_ASSERT(lostb > 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "could not be read back"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "reading buffer"));
+	CU_ASSERT(acct_int(meta, true, "lost_gap_samples") > 0);
+	json_decref(meta);
+}
+
 /* "N loss-flagged regions" in `spmtap decode`'s report, or 0. */
 static long long decode_flags(const char *err)
 {
@@ -438,6 +486,7 @@ int main(int argc, char **argv)
 		{ "sigint_catchup", test_sigint_catchup, need_emulator },
 		{ "journal_full", test_journal_full, need_emulator },
 		{ "kill9_journal", test_kill9_journal, need_emulator },
+		{ "journal_damaged", test_journal_damaged, need_emulator },
 		{ NULL, NULL, NULL },
 	};
 	if (!mkdtemp(tmpdir))

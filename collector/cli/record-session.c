@@ -239,11 +239,6 @@ static void summary(struct session *S, double secs)
 			secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
 			st.tb_pairs, st.tb_rejected, tbw, st.tb_ppm);
 		rec_summary_gpu(S, i, secs);
-		if (st.journal_read_failed)
-			fprintf(stderr, "spmtap record: WARNING: GPU %u: %" PRIu64 " buffer(s) of the journal could not be "
-				"read back (%.1f MB, lost: the host's disk or file system, not the kernel; the warnings "
-				"above say why)\n", st.gpu, st.journal_read_failed,
-				(double)st.journal_read_lost_bytes / 1e6);
 		/* A poll with no free buffer leaves the armed one armed: loss only if it filled meanwhile. */
 		if (st.loss_reason[0] && (gap || resync))
 			fprintf(stderr, "spmtap record: GPU %u: the loss was not absorbed by the spill queue: %s "

@@ -48,8 +48,16 @@ static void verdict(const char *who, const struct session_gpu_stats *st, double 
 		return;
 	}
 	double pct = samples + lost ? 100.0 * (double)lost / (double)(samples + lost) : 0.0;
-	char why[256], fix[256];
-	if (st->overrun_polls && st->sink_wait_ns >= writer_behind_ns(secs)) {
+	char why[320], fix[256];
+	if (st->journal_read_failed) {
+		/* First: it is the host's loss, and the other signs (overrun polls) follow from it. */
+		snprintf(why, sizeof(why), "%" PRIu64 " buffer(s) of the journal (%.1f MB) could not be read back: "
+			 "the host's disk or file system, not the kernel (the journal's warnings say why; %" PRIu64
+			 " poll(s) also found no free buffer)", st->journal_read_failed,
+			 (double)st->journal_read_lost_bytes / 1e6, st->overrun_polls);
+		snprintf(fix, sizeof(fix), "checking the disk of the output directory (dmesg), or a --spill-mem "
+			 "that keeps the backlog in memory");
+	} else if (st->overrun_polls && st->sink_wait_ns >= writer_behind_ns(secs)) {
 		snprintf(why, sizeof(why), "the writer fell behind (output queue full for %.1f s, %" PRIu64
 			 " poll(s) found no free buffer, so the kernel dropped what it could not hold)",
 			 (double)st->sink_wait_ns / 1e9, st->overrun_polls);

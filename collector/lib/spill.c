@@ -634,12 +634,15 @@ static void read_back(struct spill *sp, const struct entry *e, uint32_t nstreams
 	}
 	if (rc < 0) {
 		/* The bytes are gone: every stream is told of loss here, so the gap is counted. */
-		pr_warn("journal", "%s: reading buffer %" PRIu64 " back failed: %s; counted as lost",
-			sp->path, e->seq, spmtap_strerror(rc));
 		pthread_mutex_lock(&sp->lock);
-		sp->read_failed++;
+		uint64_t nth = ++sp->read_failed;
 		sp->read_lost += e->bytes;
 		pthread_mutex_unlock(&sp->lock);
+		/* A failing disk fails every read: the first few, then one in 1024 (the total is in the summary). */
+		if (nth <= 5 || nth % 1024 == 0)
+			pr_warn("journal", "%s: reading buffer %" PRIu64 " back failed: %s; counted as lost (%" PRIu64
+				" so far)%s", sp->path, e->seq, spmtap_strerror(rc), nth,
+				nth == 5 ? "; further warnings: one in 1024" : "");
 		b->nparts = nstreams;
 		b->bytes = 0;
 		b->loss_parts = nstreams;
