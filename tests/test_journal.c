@@ -284,6 +284,27 @@ static pid_t child_of(pid_t pid)
 }
 
 /*
+ * `spmtap record` of 3 s on the gen A device at 200 MHz with the writer
+ * stalled for stall_ms from 0.2 s and a 16 MiB budget, so nearly everything
+ * goes to the journal; returns once it prints "catching up" (*seen), while
+ * the writer is still stalled and nothing has been read back.
+ */
+static pid_t spawn_catching_up(const char *dir, const char *err, const char *stall, bool *seen)
+{
+	const char *env[] = { "SPMTAP_EMU_SCLK_MHZ=200", stall, NULL };
+	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
+			       "--duration", "3", "--spill-mem", "16M", NULL };
+	pid_t pid = spawn(args, env, err);
+	*seen = false;
+	for (int i = 0; i < 600 && !*seen; i++) {
+		struct timespec ts = { 0, 100 * 1000000L };
+		nanosleep(&ts, NULL);
+		*seen = strstr(tf_peek(err), "catching up") != NULL;
+	}
+	return pid;
+}
+
+/*
  * kill -9 of the recorder while it catches up: the outputs stay .part files
  * (test_outputs' guarantee) and the journal, which holds what was not decoded
  * yet, is decodable.
@@ -296,16 +317,8 @@ static void test_kill9_journal(void)
 	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
 	snprintf(jcsv, sizeof(jcsv), "%s/journal.csv", dir);
 	snprintf(derr, sizeof(derr), "%s/decode.err", dir);
-	const char *env[] = { "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:8000", NULL };
-	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
-			       "--duration", "3", "--spill-mem", "16M", NULL };
-	pid_t pid = spawn(args, env, err);
-	bool seen = false;
-	for (int i = 0; i < 600 && !seen; i++) {
-		struct timespec ts = { 0, 100 * 1000000L };
-		nanosleep(&ts, NULL);
-		seen = strstr(tf_peek(err), "catching up") != NULL;
-	}
+	bool seen;
+	pid_t pid = spawn_catching_up(dir, err, "SPMTAP_WRITER_STALL=200:8000", &seen);
 	CU_ASSERT(seen);
 	pid_t rec = child_of(pid);
 	CU_ASSERT(rec > 0);
@@ -339,16 +352,8 @@ static void test_journal_damaged(void)
 	snprintf(dir, sizeof(dir), "%s", path("damaged"));
 	snprintf(err, sizeof(err), "%s.err", dir);
 	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
-	const char *env[] = { "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:6000", NULL };
-	const char *args[] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f", "csv",
-			       "--duration", "3", "--spill-mem", "16M", NULL };
-	pid_t pid = spawn(args, env, err);
-	bool seen = false;
-	for (int i = 0; i < 600 && !seen; i++) {
-		struct timespec ts = { 0, 100 * 1000000L };
-		nanosleep(&ts, NULL);
-		seen = strstr(tf_peek(err), "catching up") != NULL;
-	}
+	bool seen;
+	pid_t pid = spawn_catching_up(dir, err, "SPMTAP_WRITER_STALL=200:6000", &seen);
 	CU_ASSERT(seen);
 	/* The writer is still stalled (6 s from 0.2 s): nothing has been read back yet. */
 	struct stat sb;
