@@ -138,11 +138,16 @@ static uint32_t pad8(uint32_t n) { return (8u - (n & 7u)) & 7u; }
 
 static uint64_t align_up(uint64_t n) { return (n + JOURNAL_ALIGN - 1) / JOURNAL_ALIGN * JOURNAL_ALIGN; }
 
-/* The largest group of records one buffer makes, padded for direct I/O (the skip record may need a block more). */
+/* The largest group of records one buffer makes: its data plus a header and padding per part. */
+static size_t group_bytes(const struct feeder *f)
+{
+	return f->size + DEC_MAX_XCC * (RAWFILE_REC_HEADER_SIZE + 8);
+}
+
+/* The same padded for direct I/O (the skip record may need a block more). */
 static size_t group_max(const struct feeder *f)
 {
-	return (size_t)align_up((uint64_t)f->size + DEC_MAX_XCC * (RAWFILE_REC_HEADER_SIZE + 8) +
-				RAWFILE_REC_HEADER_SIZE);
+	return (size_t)align_up(group_bytes(f) + RAWFILE_REC_HEADER_SIZE);
 }
 
 static void direct_off(struct spill *sp, const char *why)
@@ -223,23 +228,17 @@ static int journal_open(struct spill *sp)
 }
 
 /*
- * journal_write through dfd: the records staged, a skip record up to the
- * next block, one write.  1 when the file system refused direct I/O (then
- * nothing was written and dfd is closed).
+ * journal_write through dfd: the records gathered into the staging block, a
+ * skip record up to the next block, one write.  1 when the file system
+ * refused direct I/O (then nothing was written and dfd is closed).
  */
-static int journal_write_direct(struct spill *sp, const struct feeder_buf *b, uint64_t *off, uint32_t *len)
+static int journal_write_direct(struct spill *sp, const struct feeder_buf *b, const struct iovec *iov, int n,
+				uint64_t total, uint64_t *off)
 {
 	unsigned char *s = sp->stage;
-	uint64_t total = 0;
-	for (uint32_t i = 0; i < b->nparts; i++) {
-		const struct dec_part *p = &b->parts[i];
-		uint32_t flags = (p->loss ? RAWFILE_F_LOSS : 0) | (p->bad ? RAWFILE_F_BAD : 0);
-		rawfile_rec_header(s + total, RAWFILE_SPM, (uint16_t)p->xcc, flags, p->bytes, b->seq, b->host_ns);
-		total += RAWFILE_REC_HEADER_SIZE;
-		memcpy(s + total, (const char *)b->data + p->offset, p->bytes);
-		memset(s + total + p->bytes, 0, pad8(p->bytes));
-		total += p->bytes + pad8(p->bytes);
-	}
+	size_t pos = 0;
+	for (int k = 0; k < n; pos += iov[k].iov_len, k++)
+		memcpy(s + pos, iov[k].iov_base, iov[k].iov_len);
 	uint64_t padded = align_up(total + RAWFILE_REC_HEADER_SIZE), at = sp->end, done = 0;
 	rawfile_rec_header(s + total, RAWFILE_SKIP, 0, 0, (uint32_t)(padded - total - RAWFILE_REC_HEADER_SIZE),
 			   b->seq, b->host_ns);
@@ -263,18 +262,12 @@ static int journal_write_direct(struct spill *sp, const struct feeder_buf *b, ui
 	}
 	sp->end = at + padded;
 	*off = at;
-	*len = (uint32_t)total;
 	return 0;
 }
 
 /* Every part of b as records at sp->end (empty parts too: the decoder is fed them). */
 static int journal_write(struct spill *sp, const struct feeder_buf *b, uint64_t *off, uint32_t *len)
 {
-	if (sp->dfd >= 0) {
-		int rc = journal_write_direct(sp, b, off, len);
-		if (rc <= 0)
-			return rc;
-	}
 	static const unsigned char zeros[8];
 	unsigned char hdr[DEC_MAX_XCC][RAWFILE_REC_HEADER_SIZE];
 	struct iovec iov[DEC_MAX_XCC * 3];
@@ -290,6 +283,12 @@ static int journal_write(struct spill *sp, const struct feeder_buf *b, uint64_t 
 		if (pad8(p->bytes))
 			iov[n++] = (struct iovec){ (void *)zeros, pad8(p->bytes) };
 		total += RAWFILE_REC_HEADER_SIZE + p->bytes + pad8(p->bytes);
+	}
+	*len = (uint32_t)total;
+	if (sp->dfd >= 0) {
+		int rc = journal_write_direct(sp, b, iov, n, total, off);
+		if (rc <= 0)
+			return rc;
 	}
 	uint64_t at = sp->end, done = 0;
 	int k = 0;
@@ -317,7 +316,6 @@ static int journal_write(struct spill *sp, const struct feeder_buf *b, uint64_t 
 	}
 	sp->end = at + total;
 	*off = at;
-	*len = (uint32_t)total;
 	return 0;
 }
 
@@ -534,8 +532,7 @@ int spill_start(struct feeder *f, const struct feeder_spill *o, char *err, size_
 	sp->fd = sp->dfd = -1;
 	sp->path = o->journal ? strdup(o->journal) : NULL;
 	sp->meta = o->meta_json ? strdup(o->meta_json) : NULL;
-	/* The largest group of records one buffer makes: its data plus a header and padding per part. */
-	sp->rb.size = f->size + DEC_MAX_XCC * (RAWFILE_REC_HEADER_SIZE + 8);
+	sp->rb.size = group_bytes(f);
 	sp->rb.index = UINT32_MAX;
 	/* aligned and whole blocks long: a direct read fills it (journal_direct) */
 	sp->stage_size = group_max(f);
