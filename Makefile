@@ -228,6 +228,11 @@ DOUBLE_SO := $(B)/doubles/libamd_smi_v6.so $(B)/doubles/libamd_smi_v7.so
 $(B)/doubles/libamd_smi_v%.so: tests/doubles/libamd_smi_double.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DAMDSMI_V$* -shared -o $@ $<
+# A file system that refuses O_DIRECT writes after the open (test_journal direct_refused).
+DOUBLE_SO += $(B)/doubles/libnodirect.so
+$(B)/doubles/libnodirect.so: tests/doubles/nodirect.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $< -ldl
 
 # examples/hsa_copy: an HSA C program (ROCr's hsa_amd_memory_async_copy, the SDMA path), run by
 # test_emu_sdma on the emulated MI210; built like a helper, as the sanitized shim is preloaded into it.

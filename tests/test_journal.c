@@ -132,7 +132,9 @@ static json_int_t acct_int(json_t *meta, bool xcc, const char *key)
  * which puts nearly everything through the journal.  Before this item the kernel
  * dropped the stall's samples (the feeder found no free buffer).
  */
-static void stall_case(const char *tag, const char *spill, const char *extra_env)
+static char last_io[256]; /* accounting[0].spill.journal_io of stall_case's run, "" when null */
+
+static void stall_case(const char *tag, const char *spill, const char *extra_env, const char *extra_env2)
 {
 	char dir[4096], err[4096], truth[4096], tenv[4200], csv[4200], journal[4200];
 	snprintf(dir, sizeof(dir), "%s", path(tag));
@@ -141,7 +143,8 @@ static void stall_case(const char *tag, const char *spill, const char *extra_env
 	snprintf(tenv, sizeof(tenv), "SPMTAP_EMU_SAMPLE_TRUTH=%s", truth);
 	snprintf(csv, sizeof(csv), "%s/run_spm.csv", dir);
 	snprintf(journal, sizeof(journal), "%s/run_journal.raw", dir);
-	const char *env[] = { tenv, "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:4000", extra_env, NULL };
+	const char *env[] = { tenv, "SPMTAP_EMU_SCLK_MHZ=200", "SPMTAP_WRITER_STALL=200:4000", extra_env, extra_env2,
+			      NULL };
 	const char *args[24] = { "record", "--spm", "SQ_WAVES", "--interval", "1024", "-d", dir, "-o", "run", "-f",
 				 "csv", "--duration", "2.5" };
 	int n = 13;
@@ -218,6 +221,11 @@ static void stall_case(const char *tag, const char *spill, const char *extra_env
 	if (!spill)
 		CU_ASSERT(spill_int(meta, "cooled_buffers") > 0);
 	CU_ASSERT_FALSE(file_exists(journal)); /* deleted once caught up */
+	json_t *a0 = json_array_get(json_object_get(meta, "accounting"), 0);
+	const char *io = json_string_value(json_object_get(json_object_get(a0, "spill"), "journal_io"));
+	snprintf(last_io, sizeof(last_io), "%s", io ? io : "");
+	/* A journal was made exactly when the run spilled to disk, and it says how it was written. */
+	CU_ASSERT_EQUAL(last_io[0] != 0, spill_int(meta, "journal_bytes") > 0);
 	json_decref(meta);
 	csv_free(&c);
 	truth_free(&t);
@@ -226,9 +234,41 @@ static void stall_case(const char *tag, const char *spill, const char *extra_env
 
 static void test_writer_stall(void)
 {
-	stall_case("mem", NULL, NULL);
-	stall_case("journal", "16M", NULL); /* O_DIRECT where /tmp takes it */
-	stall_case("journal-buffered", "16M", "SPMTAP_JOURNAL_DIRECT=0");
+	stall_case("mem", NULL, NULL, NULL);
+	stall_case("journal", "16M", NULL, NULL); /* O_DIRECT where /tmp takes it */
+	CU_ASSERT(!strcmp(last_io, "direct") || !strncmp(last_io, "page cache: no direct I/O (", 27));
+	fprintf(stderr, "\n  journal written: %s ", last_io);
+	stall_case("journal-buffered", "16M", "SPMTAP_JOURNAL_DIRECT=0", NULL);
+	CU_ASSERT_STRING_EQUAL(last_io, "page cache: SPMTAP_JOURNAL_DIRECT=0");
+}
+
+/*
+ * A file system that opens the journal with O_DIRECT but refuses the writes
+ * (tests/doubles/nodirect.c, preloaded): the first direct write fails with
+ * EINVAL, the journal says so once and goes on through the page cache, and
+ * the stall still loses nothing (stall_case's checks).
+ */
+static void test_direct_refused(void)
+{
+	char so[4200], count[4200], preload[4300], cenv[4300];
+	snprintf(so, sizeof(so), "%s/doubles/libnodirect.so", testenv_build_dir());
+	snprintf(count, sizeof(count), "%s", path("nodirect.count"));
+	unlink(count);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", so);
+	snprintf(cenv, sizeof(cenv), "NODIRECT_COUNT=%s", count);
+	CU_ASSERT_FATAL(file_exists(so));
+	stall_case("direct-refused", "16M", preload, cenv);
+	struct stat sb;
+	if (!strncmp(last_io, "page cache: no direct I/O (", 27)) {
+		/* The file system refused O_DIRECT at the open already (a tmpfs before Linux 6.6). */
+		fprintf(stderr, "\n  %s: the write-time refusal was not reached ", last_io);
+		CU_ASSERT(stat(count, &sb) < 0);
+		return;
+	}
+	/* One refusal: after it the journal never tries direct I/O again, and says why. */
+	CU_ASSERT(stat(count, &sb) == 0 && sb.st_size == 1);
+	CU_ASSERT_STRING_EQUAL(last_io, "page cache: direct I/O refused");
+	unlink(count);
 }
 
 /*
@@ -488,6 +528,7 @@ int main(int argc, char **argv)
 {
 	static const struct testenv_case cases[] = {
 		{ "writer_stall", test_writer_stall, need_emulator },
+		{ "direct_refused", test_direct_refused, need_emulator },
 		{ "sigint_catchup", test_sigint_catchup, need_emulator },
 		{ "journal_full", test_journal_full, need_emulator },
 		{ "kill9_journal", test_kill9_journal, need_emulator },

@@ -30,6 +30,7 @@
 #define FEEDER_DEFAULT_BUFFERS 3u
 #define FEEDER_MAX_BUFFERS 64u
 #define FEEDER_MAX_POOL 65536u /* buffers a spill queue may grow the pool to */
+#define SPILL_IO_LEN 160u      /* feeder_stats.journal_io */
 #define FEEDER_DEFAULT_SIZE (8u << 20) /* the smallest default, whatever the XCC count */
 /*
  * The default buffer holds FEEDER_DEFAULT_PER_XCC for each XCC region: the
@@ -119,6 +120,8 @@ struct feeder_stats {
 	int journal_error;       /* the journal's first write error (then: no more spilling) */
 	char journal_errmsg[SPM_ERRLEN];
 	bool journal_kept;       /* the journal file is left for `spmtap decode` (keep or abandon) */
+	/* How the journal was written: "direct" (O_DIRECT), "page cache: <why>", "" when none was made. */
+	char journal_io[SPILL_IO_LEN];
 	bool abandoned;          /* feeder_abandon was called with data left */
 };
 

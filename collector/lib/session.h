@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/lib/feeder.h"
 #include "collector/lib/power_dedt.h"
 #include "collector/lib/series.h"
 #include "collector/lib/writer.h"
@@ -181,6 +182,7 @@ struct session_gpu_stats {
 	/* Why the host lost SPM data despite it: "" none, "memory full and the journal behind", "journal write failed: ..." */
 	char loss_reason[SPM_ERRLEN + 32];
 	char journal[4096];             /* the journal's path when the run left one, else "" */
+	char journal_io[SPILL_IO_LEN];  /* "direct", "page cache: <why>", "" when no journal was made */
 };
 
 struct session_progress {

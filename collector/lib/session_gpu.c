@@ -316,6 +316,7 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->journal_left_bytes = fs->journal_left_bytes;
 		st->journal_read_failed = fs->journal_read_failed;
 		st->journal_read_lost_bytes = fs->journal_read_lost_bytes;
+		snprintf(st->journal_io, sizeof(st->journal_io), "%s", fs->journal_io);
 		/* The host lost data although it could spill: say which resource ran out. */
 		if (st->spill && fs->overrun_polls)
 			snprintf(st->loss_reason, sizeof(st->loss_reason), "%s%s",

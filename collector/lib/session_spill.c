@@ -118,13 +118,14 @@ json_t *ses_spill_json(struct session *S, size_t i)
 	struct session_gpu_stats st;
 	if (session_gpu_stats(S, i, &st) < 0 || !st.spill)
 		return NULL;
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}", "mem_peak_bytes",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:s?}", "mem_peak_bytes",
 			 (json_int_t)st.spill_mem_peak, "cooled_buffers", (json_int_t)st.spill_cooled,
 			 "journal_bytes", (json_int_t)st.journal_bytes, "spilled_bytes",
 			 (json_int_t)st.spilled_bytes, "abandoned_bytes", (json_int_t)st.abandoned_bytes,
 			 "journal_left_bytes", (json_int_t)st.journal_left_bytes,
 			 "read_failed_buffers", (json_int_t)st.journal_read_failed,
 			 "read_lost_bytes", (json_int_t)st.journal_read_lost_bytes,
-			 "journal", st.journal[0] ? st.journal : NULL, "loss_reason",
+			 "journal", st.journal[0] ? st.journal : NULL, "journal_io",
+			 st.journal_io[0] ? st.journal_io : NULL, "loss_reason",
 			 st.loss_reason[0] ? st.loss_reason : NULL);
 }

@@ -107,6 +107,7 @@ struct spill {
 	/* the journal file */
 	int fd;                  /* -1 until the first spill */
 	int dfd;                 /* the same file with O_DIRECT; -1 when buffered */
+	char io[SPILL_IO_LEN];   /* how it is written: "direct", "page cache: why"; "" before it exists */
 	unsigned char *stage;    /* aligned: one buffer's records, padded, for dfd */
 	size_t stage_size;
 	uint64_t data_start, end;
@@ -150,13 +151,20 @@ static size_t group_max(const struct feeder *f)
 	return (size_t)align_up(group_bytes(f) + RAWFILE_REC_HEADER_SIZE);
 }
 
+/* The journal goes through the page cache from here on, and says why (metadata spill.journal_io). */
+static void buffered_io(struct spill *sp, const char *why)
+{
+	snprintf(sp->io, sizeof(sp->io), "page cache: %s", why);
+	pr_info("journal", "%s: %s; writing it through the page cache", sp->path, why);
+}
+
 static void direct_off(struct spill *sp, const char *why)
 {
 	if (sp->dfd < 0)
 		return;
 	close(sp->dfd);
 	sp->dfd = -1;
-	pr_info("journal", "%s: %s; writing it through the page cache", sp->path, why);
+	buffered_io(sp, why);
 }
 
 static void set_jerr(struct spill *sp, int err, const char *what)
@@ -176,26 +184,37 @@ static void set_jerr(struct spill *sp, int err, const char *what)
  */
 static void journal_direct(struct spill *sp)
 {
-	if (sp->o.buffered)
+	if (sp->o.buffered) {
+		snprintf(sp->io, sizeof(sp->io), "page cache: SPMTAP_JOURNAL_DIRECT=0");
 		return;
+	}
 	uint64_t at = sp->end, pad = align_up(at + RAWFILE_REC_HEADER_SIZE) - at;
 	if (posix_memalign((void **)&sp->stage, JOURNAL_ALIGN, sp->stage_size)) {
 		sp->stage = NULL;
+		buffered_io(sp, "no memory for the direct I/O block");
 		return;
 	}
 	memset(sp->stage, 0, pad);
 	rawfile_rec_header(sp->stage, RAWFILE_SKIP, 0, 0, (uint32_t)(pad - RAWFILE_REC_HEADER_SIZE), 0, 0);
 	if (pwrite(sp->fd, sp->stage, pad, (off_t)at) != (ssize_t)pad) {
+		int e = errno;
 		if (ftruncate(sp->fd, (off_t)at) < 0) {
 			/* the next append overwrites it anyway */
 		}
+		char why[SPILL_IO_LEN - 16];
+		snprintf(why, sizeof(why), "padding to a block: %s", spmtap_strerror(-e));
+		buffered_io(sp, why);
 		return;
 	}
 	sp->data_start = sp->end = at + pad;
 	sp->dfd = open(sp->path, O_RDWR | O_CLOEXEC | O_DIRECT);
-	if (sp->dfd < 0)
-		pr_info("journal", "%s: no direct I/O (%s); writing it through the page cache", sp->path,
-			spmtap_strerror(-errno));
+	if (sp->dfd < 0) {
+		char why[SPILL_IO_LEN - 16];
+		snprintf(why, sizeof(why), "no direct I/O (%s)", spmtap_strerror(-errno));
+		buffered_io(sp, why);
+	} else {
+		snprintf(sp->io, sizeof(sp->io), "direct");
+	}
 }
 
 /* Header and meta record through rawfile.c, then our own descriptor for appends. */
@@ -846,6 +865,7 @@ void spill_finish(struct feeder *f, struct feeder_stats *st)
 		st->journal_read_lost_bytes = sp->read_lost;
 		st->abandoned = sp->abandon;
 		st->journal_kept = kept;
+		snprintf(st->journal_io, sizeof(st->journal_io), "%s", sp->io);
 		if (sp->jerr && sp->jerr != -ENOENT) {
 			st->journal_error = sp->jerr;
 			snprintf(st->journal_errmsg, sizeof(st->journal_errmsg), "%s", sp->jmsg);
