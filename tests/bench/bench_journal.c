@@ -5,7 +5,10 @@
  *
  *  1. The disk's write rate where the outputs go: DD_MB written in 8 MiB
  *     blocks, then fdatasync, timed (as `dd conv=fdatasync` does):
- *     disk_write_mbps.
+ *     disk_write_mbps.  Then why the journal uses O_DIRECT: the writing
+ *     thread's CPU per GB for IO_MB written in 8 MiB buffers through the
+ *     page cache and with O_DIRECT, alternated IO_ROUNDS times
+ *     (io_buffered_cpu_s_per_gb, io_direct_cpu_s_per_gb: medians).
  *  2. A 1 s probe of the emulated device at interval PROBE_INTERVAL gives
  *     the rate per interval; the trials then pick the interval for their
  *     target rate, rounded up so that they run at or below it (the emulator
@@ -27,6 +30,7 @@
  * SPMTAP_BENCH_COUNTERS (SQ_WAVES,SQ_CYCLES,TCC_HIT,TA_TA_BUSY),
  * SPMTAP_BENCH_DIR (where the outputs and the journal go: the disk measured;
  * default a new directory under /tmp), SPMTAP_BENCH_DD_MB (256),
+ * SPMTAP_BENCH_IO_MB (1024), SPMTAP_BENCH_IO_ROUNDS (3),
  * SPMTAP_BENCH_JOURNAL_S (3), SPMTAP_BENCH_BURST_S (10).
  */
 #include <errno.h>
@@ -82,6 +86,57 @@ static double disk_rate(const char *dir, unsigned mb)
 	unlink(p);
 	free(buf);
 	return done == want && dt > 0 ? (double)done / dt / 1e6 : 0;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * CPU seconds of this thread per GB for mb MiB written in 8 MiB pwrites to
+ * a new file, through the page cache or with O_DIRECT (the journal's way:
+ * collector/lib/spill.c), fdatasync included; -1 when the file system
+ * refuses.  The page cache's cost is the copy into pages the kernel first
+ * allocates and charges; O_DIRECT's is the block layer's.
+ */
+static double write_cpu_per_gb(const char *dir, unsigned mb, bool direct)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/io.tmp", dir);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0644);
+	if (fd < 0)
+		return -1;
+	size_t blk = 8u << 20;
+	void *buf = NULL;
+	if (posix_memalign(&buf, 4096, blk)) {
+		close(fd);
+		unlink(p);
+		return -1;
+	}
+	memset(buf, 0x5A, blk);
+	double c0 = thread_cpu_s();
+	uint64_t done = 0, want = (uint64_t)mb << 20;
+	while (done < want) {
+		ssize_t n = pwrite(fd, buf, blk, (off_t)done);
+		if (n <= 0)
+			break;
+		done += (uint64_t)n;
+	}
+	fdatasync(fd);
+	double c = thread_cpu_s() - c0;
+	close(fd);
+	unlink(p);
+	free(buf);
+	return done == want ? c / ((double)done / 1e9) : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
 }
 
 struct run {
@@ -210,6 +265,28 @@ int main(void)
 	double disk = disk_rate(dir, dd_mb);
 	printf("disk_write_mbps=%.1f\n", disk);
 	printf("disk_write_method=%u MiB in 8 MiB writes + fdatasync\n", dd_mb);
+
+	/* The journal's write path: page cache against O_DIRECT, rounds alternated, medians. */
+	unsigned io_mb = getenv("SPMTAP_BENCH_IO_MB") ? (unsigned)atoi(getenv("SPMTAP_BENCH_IO_MB")) : 1024;
+	int rounds = getenv("SPMTAP_BENCH_IO_ROUNDS") ? atoi(getenv("SPMTAP_BENCH_IO_ROUNDS")) : 3;
+	if (rounds < 1 || rounds > 15)
+		rounds = 3;
+	double bcpu[15], dcpu[15];
+	for (int i = 0; i < rounds; i++) {
+		bcpu[i] = write_cpu_per_gb(dir, io_mb, false);
+		dcpu[i] = write_cpu_per_gb(dir, io_mb, true);
+	}
+	qsort(bcpu, (size_t)rounds, sizeof(double), cmp_double);
+	qsort(dcpu, (size_t)rounds, sizeof(double), cmp_double);
+	printf("io_method=%u MiB in 8 MiB pwrites + fdatasync, page cache and O_DIRECT alternated, median of %d\n",
+	       io_mb, rounds);
+	printf("io_buffered_cpu_s_per_gb=%.3f\nio_buffered_cpu_s_per_gb_range=%.3f-%.3f\n", bcpu[rounds / 2], bcpu[0],
+	       bcpu[rounds - 1]);
+	if (dcpu[0] < 0)
+		printf("io_direct_cpu_s_per_gb=n/a (the file system refuses O_DIRECT)\n");
+	else
+		printf("io_direct_cpu_s_per_gb=%.3f\nio_direct_cpu_s_per_gb_range=%.3f-%.3f\n", dcpu[rounds / 2],
+		       dcpu[0], dcpu[rounds - 1]);
 
 	char odir[PATH_MAX], raw[PATH_MAX + 16], ivs[32];
 	snprintf(odir, sizeof(odir), "%s/out", dir);
