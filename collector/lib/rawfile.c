@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collector/lib/rawfile.h"
+#include "collector/lib/writebehind.h"
 #include "spm/spm.h"
 #include "decoder/frame.h"
 #include "log.h"
@@ -33,6 +34,7 @@ struct rawfile_writer {
 	int fd;
 	char *path;
 	uint64_t off; /* end of the last complete record */
+	struct wbehind wb; /* the pages far behind off leave the page cache (writebehind.h) */
 	int error;    /* sticky: the first failure */
 	char errmsg[512];
 };
@@ -127,6 +129,7 @@ int rawfile_create(struct rawfile_writer **out, const char *path, const struct r
 		return rc;
 	}
 	w->off = sizeof(b);
+	wb_wrote(&w->wb, fd, sizeof(b));
 	*out = w;
 	return 0;
 }
@@ -162,6 +165,7 @@ int rawfile_append(struct rawfile_writer *w, uint16_t type, uint16_t xcc, uint32
 	if (rc < 0)
 		return fail(w, rc, "write", err, errlen);
 	w->off += sizeof(h) + length + pad8(length);
+	wb_wrote(&w->wb, w->fd, sizeof(h) + length + pad8(length));
 	return 0;
 }
 

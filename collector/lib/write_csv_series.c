@@ -29,6 +29,7 @@
 
 #include "collector/lib/outset.h"
 #include "collector/lib/write_csv.h"
+#include "collector/lib/writebehind.h"
 #include "collector/lib/writer.h"
 
 #define CSVS_MAX_COLS 1024u
@@ -56,6 +57,7 @@ struct csvs_file {
 	int fd; /* -1 until the file is created */
 	char *buf;
 	size_t len, cap;
+	struct wbehind wb; /* the pages far behind the end leave the page cache (writebehind.h) */
 	enum csvs_kind kind;
 	bool header_done;
 	uint32_t ncols;
@@ -178,6 +180,7 @@ static int drain(struct csvs_file *cf)
 			return -1;
 		}
 		off += (size_t)n;
+		wb_wrote(&cf->wb, cf->fd, (uint64_t)n);
 	}
 	cf->len = 0;
 	return 0;

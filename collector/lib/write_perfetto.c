@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "collector/lib/outset.h"
+#include "collector/lib/writebehind.h"
 #include "collector/lib/writer.h"
 #include "collector/proto/perfetto_trace.pb-c.h"
 
@@ -98,6 +99,7 @@ struct writer {
 	char msg[320];     /* its sentence, naming the file */
 	char *path;
 	off_t base;        /* bytes on disk, all whole packets */
+	struct wbehind wb; /* the pages far behind base leave the page cache (writebehind.h) */
 	size_t len;        /* bytes pending in buf, all whole packets */
 	bool first;        /* the next packet is the sequence's first */
 	uint64_t next_uuid;
@@ -230,6 +232,7 @@ static int write_out(struct writer *w, const uint8_t *data, size_t n)
 			return e;
 		}
 		off += (size_t)k;
+		wb_wrote(&w->wb, w->fd, (uint64_t)k);
 	}
 	w->base += (off_t)n;
 	return 0;
