@@ -3,7 +3,8 @@
  * collector/lib/writebehind.c: an output written front to back keeps only
  * its last WB_LAG bytes (and what had not reached the disk) in the page
  * cache.  Residency is read from the kernel (mincore on a mapping of the
- * file), not from the helper's own bookkeeping.
+ * file), not from the helper's own bookkeeping.  The advice runs on the
+ * helper's thread; wb_stop waits for its last turn.
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
@@ -71,7 +72,8 @@ static void test_drops_behind(void)
 		CU_ASSERT_EQUAL_FATAL(write(fd, buf, blk), (ssize_t)blk);
 		wb_wrote(&wb, fd, blk);
 	}
-	/* Nothing is dropped before the file is WB_LAG + WB_STEP long. */
+	/* The thread's turns run behind the writer; a stop takes the last one. */
+	wb_stop(&wb);
 	CU_ASSERT(wb.calls > 0);
 	uint64_t before = wb.dropped;
 	CU_ASSERT_EQUAL(before, total - WB_STEP - WB_LAG);
@@ -80,6 +82,7 @@ static void test_drops_behind(void)
 		CU_ASSERT_EQUAL_FATAL(write(fd, buf, blk), (ssize_t)blk);
 		wb_wrote(&wb, fd, blk);
 	}
+	wb_stop(&wb);
 	CU_ASSERT_EQUAL(wb.end, total);
 	CU_ASSERT_EQUAL(wb.dropped, total - WB_LAG);
 	CU_ASSERT_FALSE(wb.off);
@@ -104,9 +107,11 @@ static void test_pipe_off(void)
 	CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
 	struct wbehind wb = { 0 };
 	wb_wrote(&wb, p[1], WB_LAG + WB_STEP);
-	CU_ASSERT_TRUE(wb.off);
+	wb_stop(&wb);
+	CU_ASSERT_TRUE(atomic_load(&wb.off));
 	CU_ASSERT_EQUAL(wb.calls, 1);
 	wb_wrote(&wb, p[1], 4 * WB_STEP);
+	wb_stop(&wb);
 	CU_ASSERT_EQUAL(wb.calls, 1);
 	close(p[0]);
 	close(p[1]);

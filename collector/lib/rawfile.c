@@ -175,6 +175,7 @@ int rawfile_finish(struct rawfile_writer *w, char *err, size_t errlen)
 {
 	if (!w)
 		return 0;
+	wb_stop(&w->wb);
 	/* Close-time errors (delayed allocation on NFS, quota) surface here. */
 	if (!w->error && fsync(w->fd) < 0 && errno != EINVAL && errno != EROFS)
 		fail(w, -errno, "fsync", NULL, 0);

@@ -391,6 +391,7 @@ static int file_close(struct writer *w, struct csvs_file *cf, int rc, char *err,
 		errno = 0;
 		int bad = drain(cf);
 		int e = errno;
+		wb_stop(&cf->wb);
 		if (close(cf->fd) && !bad) {
 			bad = 1;
 			e = errno;

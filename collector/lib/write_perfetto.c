@@ -971,6 +971,7 @@ static int pf_end(struct writer *w, char *err, size_t errlen)
 	if (!w)
 		return 0;
 	flush(w);
+	wb_stop(&w->wb);
 	if (close(w->fd) != 0 && !w->err) {
 		w->err = -errno;
 		fail(w, w->err, "close", w->msg, sizeof(w->msg));

@@ -534,6 +534,7 @@ static void free_writer(struct writer *w)
 	sqlite3_finalize(w->ins_node);
 	if (w->db)
 		sqlite3_close_v2(w->db);
+	wb_stop(&w->wb);
 	if (w->wbfd >= 0)
 		close(w->wbfd);
 	for (size_t i = 0; i < w->nstreams; i++)
