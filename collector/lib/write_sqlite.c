@@ -21,7 +21,6 @@
  * mode.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -36,7 +35,6 @@
 
 #include "collector/lib/outset.h"
 #include "collector/lib/sqlite_kernels.h"
-#include "collector/lib/writebehind.h"
 #include "collector/lib/writer.h"
 #include "log.h"
 
@@ -245,8 +243,6 @@ struct writer {
 	size_t last; /* index of the stream matched last */
 	int64_t next_metric;
 	bool in_tx;
-	int wbfd;          /* the database read-only, for write-behind advice after commits (-1: none) */
-	struct wbehind wb; /* writebehind.h */
 	bool views_stale; /* a stream was declared since the views were last made */
 	bool merged;      /* a node was declared (sqlw_node): node table and columns */
 	sqlite3_stmt *ins_node;
@@ -451,10 +447,6 @@ static int tx_commit(struct writer *w, char *err, size_t errlen)
 		return fail_sq(w, rc, "committing", err, errlen);
 	}
 	w->in_tx = false;
-	/* Committed pages reach the file at checkpoints; those far behind its end leave the page cache. */
-	struct stat sb;
-	if (w->wbfd >= 0 && fstat(w->wbfd, &sb) == 0)
-		wb_to(&w->wb, w->wbfd, (uint64_t)sb.st_size);
 	return 0;
 }
 
@@ -534,9 +526,6 @@ static void free_writer(struct writer *w)
 	sqlite3_finalize(w->ins_node);
 	if (w->db)
 		sqlite3_close_v2(w->db);
-	wb_stop(&w->wb);
-	if (w->wbfd >= 0)
-		close(w->wbfd);
 	for (size_t i = 0; i < w->nstreams; i++)
 		free(w->streams[i].src); /* after the connection: its module points at it */
 	free(w->streams);
@@ -726,7 +715,6 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	}
 	w->path = path;
 	w->next_metric = 1;
-	w->wbfd = -1;
 	int src = sqlite3_open_v2(path, &w->db,
 				  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
 					  SQLITE_OPEN_EXRESCODE,
@@ -769,8 +757,6 @@ static int sqlw_open(struct writer **out, const char *final, const struct writer
 	}
 	if (!rc)
 		rc = exec(w, "PRAGMA synchronous=" SQLW_SYNC, "setting synchronous", err, errlen);
-	if (!rc)
-		w->wbfd = open(path, O_RDONLY | O_CLOEXEC); /* advice only: -1 costs nothing */
 	if (!rc)
 		rc = exec(w, "BEGIN", "starting a transaction", err, errlen);
 	if (!rc) {

@@ -62,12 +62,7 @@ static bool start(struct wbehind *wb, int fd)
 
 void wb_wrote(struct wbehind *wb, int fd, uint64_t n)
 {
-	wb_to(wb, fd, wb->end + n);
-}
-
-void wb_to(struct wbehind *wb, int fd, uint64_t end)
-{
-	wb->end = end;
+	uint64_t end = wb->end += n;
 	/* A wake-up per step at most: the common call is two compares. */
 	if (end < wb->signalled + WB_STEP || end < WB_LAG + WB_STEP || atomic_load(&wb->off))
 		return;

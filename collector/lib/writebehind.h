@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Write-behind for an output file written once, front to back (the CSV
- * series, the Perfetto trace, the raw container; the SQLite database, which
- * grows at its end and seldom rereads old pages): every WB_STEP bytes, the
- * pages more than WB_LAG behind the end are dropped from the page cache
+ * series, the Perfetto trace, the raw container; not SQLite, whose database
+ * is rewritten in place and where it measured no better): every WB_STEP
+ * bytes, the pages more than WB_LAG behind the end are dropped from the page cache
  * (POSIX_FADV_DONTNEED, which first sends dirty pages to the disk without
  * waiting for them; pages still dirty are dropped at the next turn, which
  * covers the previous step again, or left to the kernel).
@@ -49,10 +49,8 @@ struct wbehind {
 	atomic_bool off;        /* the descriptor refused (a pipe, a terminal): no more tries */
 };
 
-/* n more bytes were appended to fd; drops what is far enough behind. */
+/* n more bytes were appended to fd; what is far enough behind is dropped on the helper's thread. */
 void wb_wrote(struct wbehind *wb, int fd, uint64_t n);
-/* The same where the writer knows the file's size rather than what it appended (SQLite). */
-void wb_to(struct wbehind *wb, int fd, uint64_t end);
 /* Ends the thread, if one was started, after a last turn for the writer's latest end; a later write starts another. */
 void wb_stop(struct wbehind *wb);
 
