@@ -10,6 +10,7 @@
 
 #include "collector/lib/outset.h"
 #include "collector/lib/write_csv.h"
+#include "collector/lib/writebehind.h"
 #include "collector/lib/writer.h"
 
 #define BUF_BYTES (256u * 1024)
@@ -21,6 +22,7 @@ struct csv_writer {
 	unsigned int flags;
 	uint32_t ncols;
 	int err; /* sticky: the first write error */
+	struct wbehind wb; /* the pages far behind the end leave the page cache (writebehind.h) */
 	uint64_t rows;
 	size_t len;
 	char msg[128];
@@ -52,6 +54,7 @@ static int drain(struct csv_writer *w)
 			break;
 		}
 		off += (size_t)n;
+		wb_wrote(&w->wb, w->fd, (uint64_t)n);
 	}
 	w->len = 0;
 	return w->err;
@@ -225,7 +228,9 @@ int csv_write(struct csv_writer *w, const struct dec_chunk *c)
 
 int csv_end(struct csv_writer *w)
 {
-	return drain(w);
+	int rc = drain(w);
+	wb_stop(&w->wb); /* the caller closes the descriptor next */
+	return rc;
 }
 
 int csv_sink(void *user, const struct dec_chunk *chunk)
@@ -245,6 +250,8 @@ uint64_t csv_rows(const struct csv_writer *w)
 
 void csv_close(struct csv_writer *w)
 {
+	if (w)
+		wb_stop(&w->wb); /* a no-op after csv_end; every caller closes the descriptor after this */
 	free(w);
 }
 
