@@ -95,6 +95,23 @@ static int record(const char *name, const char *workload, const char *secs)
 	return run(argv, NULL, path("record.err"));
 }
 
+static json_t *load_json(const char *file);
+
+/* The share of sensor deadlines the recording in path(rec) missed (accounting[0]), or -1. */
+static double smi_missed_share(const char *rec)
+{
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/spmtap_meta.json", path(rec));
+	json_t *m = load_json(p);
+	json_t *a = json_array_get(json_object_get(m, "accounting"), 0);
+	json_t *miss = json_object_get(a, "smi_missed_deadlines"), *n = json_object_get(a, "smi_samples");
+	double share = json_is_integer(miss) && json_is_integer(n) && json_integer_value(n) > 0
+			       ? (double)json_integer_value(miss) / (double)json_integer_value(n)
+			       : -1;
+	json_decref(m);
+	return share;
+}
+
 static json_t *load_json(const char *file)
 {
 	json_error_t e;
@@ -418,7 +435,22 @@ static void check_report(const char *rec, const char *workload)
 	/* a reader that saw fewer than half the phases' edges made a recording with little to check */
 	CU_ASSERT(corr_null <= 1);
 	CU_ASSERT(corr_checked + corr_gap >= long_phases - 1);
-	CU_ASSERT(2 * corr_checked >= long_phases);
+	/*
+	 * At least half the long phases get the 1 % check: those whose reader saw
+	 * the boundaries.  Under TSan on a busy 2-core box (CI, once) reads took
+	 * milliseconds and every phase had a gap: then the residuals said so
+	 * (checked above, for every phase), and the recorder counted the sensor
+	 * deadlines it missed.  An ordinary run misses a few (8 of 2600 here);
+	 * unless it missed a tenth, too few checked phases is a failure: the
+	 * residual would be large for no reason the data shows.
+	 */
+	double missed = smi_missed_share(rec);
+	if (2 * corr_checked < long_phases && missed >= 0.1)
+		fprintf(stderr, "(only %zu of %zu phases had their boundaries read: the sensor reader missed "
+			"%.0f %% of its deadlines on this host; their residuals covered the rest) ", corr_checked,
+			long_phases, 100 * missed);
+	else
+		CU_ASSERT(2 * corr_checked >= long_phases);
 	CU_ASSERT_EQUAL(over_residual, 0);
 	if (unread)
 		fprintf(stderr, "(%zu without energy_j: readings missed around a boundary) ", unread);
