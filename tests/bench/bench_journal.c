@@ -88,13 +88,6 @@ static double disk_rate(const char *dir, unsigned mb)
 	return done == want && dt > 0 ? (double)done / dt / 1e6 : 0;
 }
 
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /*
  * CPU seconds of this thread per GB for mb MiB written in 8 MiB pwrites to
  * a new file, through the page cache or with O_DIRECT (the journal's way:

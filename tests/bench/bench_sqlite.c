@@ -30,13 +30,6 @@
 #include "bench_util.h"
 #include "collector/lib/writer.h"
 
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static long arg_long(int argc, char **argv, const char *name, long def)
 {
 	for (int i = 1; i + 1 < argc; i++)

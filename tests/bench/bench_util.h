@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Shared by the benchmarks: a monotonic clock and this machine's memcpy rate for scale. */
+/* Shared by the benchmarks: a monotonic clock, a thread's CPU clock and this machine's memcpy rate for scale. */
 #ifndef SPMTAP_BENCH_UTIL_H
 #define SPMTAP_BENCH_UTIL_H
 
@@ -18,6 +18,14 @@ static inline double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in seconds. */
+static inline double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 

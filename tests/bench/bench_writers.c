@@ -50,13 +50,6 @@ static const struct series_column smi_cols[] = {
 };
 #define NSMI (sizeof(smi_cols) / sizeof(smi_cols[0]))
 
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* xorshift: the same values on every run and build. */
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void)
