@@ -41,6 +41,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,8 +153,13 @@ static size_t group_max(const struct feeder *f)
 }
 
 /* The journal goes through the page cache from here on, and says why (metadata spill.journal_io). */
-static void buffered_io(struct spill *sp, const char *why)
+__attribute__((format(printf, 2, 3))) static void buffered_io(struct spill *sp, const char *fmt, ...)
 {
+	char why[SPILL_IO_LEN - 16];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
 	snprintf(sp->io, sizeof(sp->io), "page cache: %s", why);
 	pr_info("journal", "%s: %s; writing it through the page cache", sp->path, why);
 }
@@ -164,7 +170,7 @@ static void direct_off(struct spill *sp, const char *why)
 		return;
 	close(sp->dfd);
 	sp->dfd = -1;
-	buffered_io(sp, why);
+	buffered_io(sp, "%s", why);
 }
 
 static void set_jerr(struct spill *sp, int err, const char *what)
@@ -201,20 +207,15 @@ static void journal_direct(struct spill *sp)
 		if (ftruncate(sp->fd, (off_t)at) < 0) {
 			/* the next append overwrites it anyway */
 		}
-		char why[SPILL_IO_LEN - 16];
-		snprintf(why, sizeof(why), "padding to a block: %s", spmtap_strerror(-e));
-		buffered_io(sp, why);
+		buffered_io(sp, "padding to a block: %s", spmtap_strerror(-e));
 		return;
 	}
 	sp->data_start = sp->end = at + pad;
 	sp->dfd = open(sp->path, O_RDWR | O_CLOEXEC | O_DIRECT);
-	if (sp->dfd < 0) {
-		char why[SPILL_IO_LEN - 16];
-		snprintf(why, sizeof(why), "no direct I/O (%s)", spmtap_strerror(-errno));
-		buffered_io(sp, why);
-	} else {
+	if (sp->dfd < 0)
+		buffered_io(sp, "no direct I/O (%s)", spmtap_strerror(-errno));
+	else
 		snprintf(sp->io, sizeof(sp->io), "direct");
-	}
 }
 
 /* Header and meta record through rawfile.c, then our own descriptor for appends. */
