@@ -708,18 +708,15 @@ int spm_plan_warnings(const struct spm_plan *p, double sclk_ghz, double sustaine
 		if (iv <= SPM_INTERVAL_MAX)
 			off = addf(buf, len, off,
 				   "the data rate, %.1f MB/s (%u XCC at %.1f GHz SCLK), exceeds the %.0f MB/s "
-				   "this collector is known to sustain on a 2-core host (docs/bench.md): expect "
-				   "the outputs to fall behind (the spill queue and the journal hold the backlog "
-				   "while memory and disk last; then samples are lost); --interval %" PRIu64
+				   "this collector is known to sustain on a 2-core host (docs/bench.md): "
+				   SPM_RATE_ABOVE_SUSTAINED "; --interval %" PRIu64
 				   " or longer, or fewer counters, keeps under it\n",
 				   mbs, xcc, sclk_ghz, sustained_mbs, iv);
 		else
 			off = addf(buf, len, off,
 				   "the data rate, %.1f MB/s (%u XCC at %.1f GHz SCLK), exceeds the %.0f MB/s "
 				   "this collector is known to sustain on a 2-core host (docs/bench.md) even at "
-				   "the longest interval: expect the outputs to fall behind (the spill queue and "
-				   "the journal hold the backlog while memory and disk last; then samples are "
-				   "lost); fewer counters keep under it\n",
+				   "the longest interval: " SPM_RATE_ABOVE_SUSTAINED "; fewer counters keep under it\n",
 				   mbs, xcc, sclk_ghz, sustained_mbs);
 		count++;
 	}

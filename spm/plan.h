@@ -156,6 +156,10 @@ size_t spm_plan_saturation(const struct spm_plan *p, struct spm_plan_sat *out, s
  */
 #define SPM_SUSTAINED_MBS_CSV 600.0
 #define SPM_SUSTAINED_MBS_SQLITE 350.0
+/* What a rate above it does, in every warning that names it (plan, record, several GPUs). */
+#define SPM_RATE_ABOVE_SUSTAINED                                                                           \
+	"expect the outputs to fall behind (the spill queue and the journal hold the backlog while memory " \
+	"and disk last; then samples are lost)"
 
 /* The family's assumed peak SCLK in GHz (SPM.md 6.2: 2.1 gfx942, 1.7 gfx90a), for data rates. */
 double spm_gfx_sclk_ghz(enum spm_gfx gfx);

@@ -57,9 +57,8 @@ static void plan_warnings(struct session *S, struct sgpu *g, enum spm_gfx gfx, c
 	} else if (mbs > sustained) {
 		pr_warn("record", "the data rate of the %zu GPUs, %.1f MB/s at their assumed peak SCLK, "
 			"exceeds the %.0f MB/s this collector is known to sustain on a 2-core host (docs/bench.md): "
-			"expect the outputs to fall behind (the spill queue and the journal hold the backlog while "
-			"memory and disk last; then samples are lost); a longer --interval or fewer counters "
-			"lowers it", S->ng, mbs, sustained);
+			SPM_RATE_ABOVE_SUSTAINED "; a longer --interval or fewer counters lowers it", S->ng, mbs,
+			sustained);
 	}
 }
 

@@ -63,7 +63,7 @@ static bool start(struct wbehind *wb, int fd)
 void wb_wrote(struct wbehind *wb, int fd, uint64_t n)
 {
 	uint64_t end = wb->end += n;
-	/* A wake-up per step at most: the common call is two compares. */
+	/* A wake-up per step at most: the common call is a few compares, no lock. */
 	if (end < wb->signalled + WB_STEP || end < WB_LAG + WB_STEP || atomic_load(&wb->off))
 		return;
 	if (!wb->started && !start(wb, fd))
