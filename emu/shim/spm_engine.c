@@ -444,8 +444,17 @@ static uint64_t emu_run_len(const struct emu_spm *s, const struct emu_spm_xcc *x
 		if (fit < n)
 			n = fit;
 	}
-	if (x->slot_seq && x->pend_len) {
-		uint64_t line = x->wptr / EMU_SPM_LINE, free_to = s->ring_lines + x->pend_from / EMU_SPM_LINE;
+	/*
+	 * A line's bytes are made from its slot's seq when they are written out
+	 * (emu_fill_lines), so no line may take the slot of one not yet written:
+	 * not a pending copy's, not one still in the ring, and not one of this
+	 * run.  Without the last, a gen A run that lapped the ring (a step longer
+	 * than a ring's worth of lines into a larger buffer) wrote the later
+	 * lap's samples where the earlier lap's belonged, out of order, mid-sample.
+	 */
+	if (x->slot_seq) {
+		uint64_t from = x->pend_len ? x->pend_from : x->rptr;
+		uint64_t line = x->wptr / EMU_SPM_LINE, free_to = s->ring_lines + from / EMU_SPM_LINE;
 		uint64_t fit = free_to > line ? free_to - line : 0;
 		if (fit < n)
 			n = fit;
