@@ -492,14 +492,51 @@ static void test_full_disk(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(e, "File too large"));
 	char f[4096];
 	snprintf(f, sizeof(f), "%s/run_spm.csv", dir);
-	long bad;
 	FILE *fp = fopen(f, "r");
 	char line[256] = "";
 	CU_ASSERT(fp && fgets(line, sizeof(line), fp));
 	if (fp)
 		fclose(fp);
 	CU_ASSERT_PTR_NOT_NULL(strstr(line, "gpu,xcc,host_ns,gpu_ticks,SQ_WAVES"));
-	(void)bad;
+	/*
+	 * The stream was lossless, the file is not: the summary says how many
+	 * samples the outputs hold at least, and it is true of the file; the
+	 * metadata says why it is not complete.
+	 */
+	unsigned long long held = 0, samples = 0;
+	const char *w = strstr(e, "every output holds at least "), *w0 = strstr(e, "the outputs hold only part of the ");
+	CU_ASSERT_FATAL(w || w0);
+	int got = w ? sscanf(w, "every output holds at least %llu of the %llu samples", &held, &samples)
+		    : sscanf(w0, "the outputs hold only part of the %llu samples", &samples) + 1;
+	CU_ASSERT_EQUAL(got, 2);
+	/* the limit cut the file before the first flush that would have succeeded: nothing is known written */
+	snprintf(f, sizeof(f), "%s/run_meta.json", dir);
+	json_t *m0 = json_load_file(f, 0, NULL);
+	unsigned long long mrows = 0;
+	json_t *sv;
+	size_t si;
+	json_array_foreach(json_object_get(json_object_get(m0, "extra"), "streams"), si, sv)
+		if (json_string_value(json_object_get(sv, "source")) &&
+		    !strcmp(json_string_value(json_object_get(sv, "source")), "spm"))
+			mrows += (unsigned long long)json_integer_value(json_object_get(sv, "rows"));
+	json_decref(m0);
+	CU_ASSERT_EQUAL(mrows, held);
+	snprintf(f, sizeof(f), "%s/run_spm.csv", dir);
+	/* whole rows: the file may end inside one, where the limit cut the write */
+	char cmd[8300];
+	snprintf(cmd, sizeof(cmd), "tail -n +2 %s | grep -c ','", f);
+	long rows = atol(sh1(cmd));
+	CU_ASSERT(held < samples);
+	CU_ASSERT((unsigned long long)rows >= held); /* the claim, and the metadata's count, are true of the file */
+	CU_ASSERT((unsigned long long)rows < samples);
+	CU_ASSERT_PTR_NOT_NULL(strstr(e, "run_spm.csv (incomplete: cut short by the error below)"));
+	snprintf(f, sizeof(f), "%s/run_meta.json", dir);
+	json_t *m = json_load_file(f, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT(json_is_false(json_object_get(m, "complete")));
+	const char *why = json_string_value(json_object_get(m, "error"));
+	CU_ASSERT(why && strstr(why, "run_spm.csv") && strstr(why, "File too large"));
+	json_decref(m);
 }
 
 static void test_app(void)

@@ -212,7 +212,7 @@ static uint64_t spill_default(void)
 	return quarter < (1ull << 30) ? quarter : (1ull << 30);
 }
 
-static void summary(struct session *S, double secs)
+static void summary(struct session *S, double secs, bool cut)
 {
 	for (size_t i = 0; i < session_ngpus(S); i++) {
 		struct session_gpu_stats st;
@@ -238,7 +238,7 @@ static void summary(struct session *S, double secs)
 			"%u rejected as disturbed), %s, %.2f ppm\n", st.gpu, secs, bytes,
 			secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
 			st.tb_pairs, st.tb_rejected, tbw, st.tb_ppm);
-		rec_summary_gpu(S, i, secs);
+		rec_summary_gpu(S, i, secs, cut);
 		/* A poll with no free buffer leaves the armed one armed: loss only if it filled meanwhile. */
 		if (st.loss_reason[0] && (gap || resync))
 			fprintf(stderr, "spmtap record: GPU %u: the loss was not absorbed by the spill queue: %s "
@@ -265,8 +265,13 @@ static void summary(struct session *S, double secs)
 		fprintf(stderr, "spmtap record: %s\n", cray);
 	rec_summary_cost(S);
 	/* The files of this run, under their final names (an earlier run's set is gone with it). */
-	for (const char *const *p = session_outputs(S); *p; p++)
-		fprintf(stderr, "spmtap record: wrote %s\n", *p);
+	for (const char *const *p = session_outputs(S); *p; p++) {
+		/* The metadata is whole either way: it says "complete": false and the error. */
+		size_t n = strlen(*p);
+		bool meta = n >= 10 && !strcmp(*p + n - 10, "_meta.json");
+		fprintf(stderr, "spmtap record: wrote %s%s\n", *p,
+			cut && !meta ? " (incomplete: cut short by the error below)" : "");
+	}
 	for (const char *const *p = session_replaced(S); *p; p++)
 		fprintf(stderr, "spmtap record: removed %s (the earlier run under this name, with other -f)\n", *p);
 }
@@ -715,10 +720,10 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname, bo
 		fputc('\n', stderr); /* end the progress line rewritten in place */
 	layout_done(layout, true);
 	if (!formats) {
-		rec_summary_stream(S, o, secs);
+		rec_summary_stream(S, o, secs, rc < 0);
 	} else {
-		summary(S, secs);
-		if (rec_stop_signal && !session_abandoned(S))
+		summary(S, secs, rc < 0);
+		if (rec_stop_signal && !session_abandoned(S) && rc >= 0)
 			fprintf(stderr, "spmtap record: stopped by %s; counters stopped, data drained, "
 				"outputs complete\n", strsignal(rec_stop_signal));
 	}

@@ -26,7 +26,7 @@ static uint64_t writer_behind_ns(double secs)
  * (the kind of loss the accounting shows), and what to change.  The count
  * is the decoder's (timestamp gaps), the same rule as the live line.
  */
-static void verdict(const char *who, const struct session_gpu_stats *st, double secs)
+static void verdict(const char *who, const struct session_gpu_stats *st, double secs, bool cut)
 {
 	uint64_t samples = 0, lost = 0, flags = 0, resync = 0;
 	for (uint32_t k = 0; k < st->nxcc; k++) {
@@ -40,6 +40,22 @@ static void verdict(const char *who, const struct session_gpu_stats *st, double 
 		fprintf(stderr, "spmtap record: WARNING: %sno SPM sample was recorded\n", who);
 		return;
 	}
+	/* The counts below are the stream's; an output that failed holds fewer, so "lossless" alone would lie. */
+	if (st->rows_known && st->rows_written < samples) {
+		/* What the last flush that succeeded put in the files; the rest may be partly there. */
+		char held[96];
+		if (st->rows_written)
+			snprintf(held, sizeof(held), "every output holds at least %" PRIu64 " of the", st->rows_written);
+		else
+			snprintf(held, sizeof(held), "the outputs hold only part of the");
+		fprintf(stderr, "spmtap record: WARNING: %s%s %" PRIu64 " samples (the metadata's "
+			"extra.streams[].rows counts the rows known to be written): %s. The stream itself:\n", who,
+			held, samples, cut ? "the recording failed (the error below), and what was decoded after "
+			"that is not in them" : "some were decoded but not written");
+	}
+	else if (cut && !st->rows_known)
+		fprintf(stderr, "spmtap record: WARNING: %sthe output may end before the stream: the recording "
+			"failed (the error below). The stream itself:\n", who);
 	if (!lost && !resync) {
 		fprintf(stderr, "spmtap record: %slossless: %" PRIu64 " samples, none missing\n", who, samples);
 		/* Gen B flags a region that filled while its ring kept the data: not a loss. */
@@ -150,7 +166,7 @@ static void saturation(struct session *S, size_t i, const char *who, const struc
 	}
 }
 
-void rec_summary_gpu(struct session *S, size_t i, double secs)
+void rec_summary_gpu(struct session *S, size_t i, double secs, bool cut)
 {
 	struct session_gpu_stats st;
 	if (session_gpu_stats(S, i, &st) < 0)
@@ -158,7 +174,7 @@ void rec_summary_gpu(struct session *S, size_t i, double secs)
 	char who[32];
 	snprintf(who, sizeof(who), "GPU %u: ", st.gpu);
 	if (st.sample_size)
-		verdict(who, &st, secs);
+		verdict(who, &st, secs, cut);
 	saturation(S, i, who, &st);
 	uint64_t deadlines = st.smi_samples + st.smi_missed;
 	if (st.smi_missed)
@@ -189,7 +205,7 @@ static void summary_bytes(const struct session_gpu_stats *st, const char *dest, 
 			st->loss_buffers, st->buffers, st->bad_buffers);
 }
 
-static void summary_samples(const struct session_gpu_stats *st, const char *dest, double secs)
+static void summary_samples(const struct session_gpu_stats *st, const char *dest, double secs, bool cut)
 {
 	uint64_t bytes = 0, samples = 0, lost = 0, dropped = 0, flagged = 0, after = 0;
 	for (uint32_t k = 0; k < st->nxcc; k++) {
@@ -207,7 +223,7 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 		" samples of %u bytes from %u XCC stream(s), %u column(s) -> %s\n",
 		secs, bytes, secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, sb, st->nxcc,
 		st->ncols, dest);
-	if (rec_stop_signal)
+	if (rec_stop_signal && !cut)
 		fprintf(stderr, "spmtap record: stopped by %s; counters stopped, data drained and %s "
 			"complete\n", strsignal(rec_stop_signal), dest);
 	if (after)
@@ -218,7 +234,7 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 		if (flagged)
 			fprintf(stderr, "spmtap record: the kernel flagged %" PRIu64 " full buffer region(s); "
 				"the timestamps show no sample missing\n", flagged);
-		verdict("", st, secs);
+		verdict("", st, secs, cut);
 		return;
 	}
 	fprintf(stderr, "spmtap record: WARNING: DATA LOSS: ~%" PRIu64 " samples (%" PRIu64
@@ -239,17 +255,17 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 			" partial bytes dropped, %" PRIu64 " resync(s), %" PRIu64 " loss-flagged region(s)\n", k,
 			a->samples, a->gap_samples, how, a->resync_bytes, a->resyncs, a->loss_flags);
 	}
-	verdict("", st, secs);
+	verdict("", st, secs, cut);
 }
 
-void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs)
+void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs, bool cut)
 {
 	struct session_gpu_stats st;
 	if (session_gpu_stats(S, 0, &st) < 0)
 		return;
 	const char *dest = o->out && strcmp(o->out, "-") ? o->out : "standard output";
 	if (st.sample_size) {
-		summary_samples(&st, dest, secs);
+		summary_samples(&st, dest, secs, cut);
 		saturation(S, 0, "", &st);
 	} else {
 		summary_bytes(&st, dest, secs);

@@ -111,10 +111,13 @@ void rec_signals_block(sigset_t *old);
 void rec_signals_restore(const sigset_t *old);
 
 uint64_t rec_now_ns(clockid_t c);
-/* The end of one GPU's stream written as a tick CSV or a raw container (record-summary.c). */
-void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs);
+/*
+ * The end of one GPU's stream written as a tick CSV or a raw container (record-summary.c).  cut: the
+ * session failed (a write error, say), so the outputs end before the stream does.
+ */
+void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs, bool cut);
 /* -f outputs: GPU i's loss verdict, saturated counters and missed sensor deadlines (record-summary.c). */
-void rec_summary_gpu(struct session *S, size_t i, double secs);
+void rec_summary_gpu(struct session *S, size_t i, double secs, bool cut);
 /* The cost line: the recorder's CPU per GB of SPM bytes, per stage, and memcpy's (cost.h). */
 void rec_summary_cost(struct session *S);
 

@@ -419,8 +419,10 @@ int session_stop(struct session *S, char *err, size_t errlen)
 				rc = S->wops[k]->note(S->w[k], "markers", mks, e, sizeof(e));
 			if (!rc && kds)
 				rc = S->wops[k]->note(S->w[k], "kernels", kds, e, sizeof(e));
-			if (rc < 0)
+			if (rc < 0) {
+				S->writer_failed = true;
 				ses_set_error(S, rc, e);
+			}
 		}
 	}
 	free(tbs);

@@ -163,6 +163,10 @@ struct session_gpu_stats {
 	bool drain_capped;
 	uint32_t ncols;            /* decoded columns; 0 without counters */
 	uint32_t sample_size;      /* bytes of one sample; 0 without counters */
+	/* SPM rows every -f writer took (the metadata's extra.streams[].rows, summed): the samples, unless
+	 * an output failed and the rest stayed out of the files; rows_known: there are -f writers */
+	uint64_t rows_written;
+	bool rows_known;
 	uint64_t smi_samples, smi_missed; /* sensor rows written; deadlines missed */
 	uint64_t smi_after_end;           /* sensor readings after the recording's end, left out */
 	uint64_t sink_wait_ns;     /* decode thread blocked on the output queue (the writer behind) */

@@ -252,6 +252,11 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 	st->sample_size = g->dt ? dthr_sample_bytes(g->dt) : 0;
 	st->plan = g->plan;
 	st->interval = g->plan ? g->plan->interval : 0;
+	/* Rows every writer had flushed when last asked (the writer thread's count; read after it ended). */
+	st->rows_known = S->nw > 0;
+	for (size_t k = 0; k < S->nmst; k++)
+		if (S->mst[k]->gpu == st->gpu && !strcmp(S->mst[k]->source, "spm"))
+			st->rows_written += S->rows_flushed[k];
 	uint64_t fed = 0;
 	uint32_t sb = g->dt ? dthr_sample_bytes(g->dt) : 0;
 	for (uint32_t x = 0; x < g->nstreams && x < 16; x++) {

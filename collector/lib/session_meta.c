@@ -69,7 +69,7 @@ json_t *ses_extra_json(struct session *S)
 								      st->cols[c].unit ? st->cols[c].unit : ""));
 			json_array_append_new(streams, json_pack("{s:s, s:i, s:i, s:s?, s:o, s:I}", "source",
 				st->source, "gpu", (int)st->gpu, "xcc", (int)st->xcc, "tick_domain", st->tick_domain,
-				"columns", cols, "rows", (json_int_t)(idx < S->nmst ? S->rows[idx] : 0)));
+				"columns", cols, "rows", (json_int_t)(idx < S->nmst ? S->rows_flushed[idx] : 0)));
 			idx++;
 		}
 	}

@@ -81,7 +81,7 @@ static json_t *live_accounting_json(struct session *S)
 				x < g->nseries ? &g->streams[x] : g->smi ? smi_sampler_stream(g->smi) : NULL;
 			if (!st)
 				continue;
-			uint64_t rows = idx < S->nmst ? S->rows[idx] : 0;
+			uint64_t rows = idx < S->nmst ? S->rows_flushed[idx] : 0;
 			idx++;
 			if (x < g->nseries)
 				json_array_append_new(xs, json_pack("{s:i, s:I}", "xcc", (int)x, "samples",
@@ -120,6 +120,11 @@ static json_t *full_meta(struct session *S, bool final)
 		json_object_set_new(m, "job", job);
 	/* An abandoned catch-up left rows in the journal: not complete. */
 	json_object_set_new(m, "complete", json_boolean(final && !S->error && !S->abandoned));
+	/* Why not, for whoever reads the files later without the terminal's last line. */
+	pthread_mutex_lock(&S->lock);
+	if (S->error)
+		json_object_set_new(m, "error", json_string(S->err));
+	pthread_mutex_unlock(&S->lock);
 	if (final) {
 		json_object_set_new(m, "timebase", ses_timebase_json(S));
 		json_object_set_new(m, "accounting", ses_accounting_json(S));
@@ -174,6 +179,12 @@ int ses_meta_update(struct session *S, bool final, char *err, size_t errlen)
 			frc = S->wops[k]->flush(S->w[k], err, errlen);
 			S->wcpu_ns[k] += cost_thread_cpu_ns() - c0;
 		}
+	/* Taken by every writer and now flushed by every one: in the files (a buffered writer that fails
+	 * later loses what it had taken since, so the rows taken are not proof of rows written). */
+	if (frc)
+		S->writer_failed = true;
+	else if (!S->writer_failed)
+		memcpy(S->rows_flushed, S->rows, sizeof(S->rows));
 	/*
 	 * At the end a failed flush (a full disk) still gets the metadata
 	 * written, saying "complete": false, with the accounting of what was

@@ -146,7 +146,9 @@ struct session {
 	 * The recording's files (outset.h): written as .part, renamed together
 	 * when the run ends.  meta_path: DIR/NAME_meta.json with -f formats.
 	 * rows[i]: rows of stream mst[i] (extra.streams order) the writers have
-	 * taken, the writer thread's (read after it is joined).
+	 * taken, the writer thread's (read after it is joined); rows_flushed[i]:
+	 * of those, the ones every writer had flushed at the last flush that
+	 * succeeded (ses_meta_update), so in the files whatever failed later.
 	 */
 	struct out_set *files;
 	char *meta_path;
@@ -154,6 +156,8 @@ struct session {
 	const char **gone;        /* session_replaced(): an earlier run's files removed with its set */
 	const struct series_stream *mst[SESSION_MAX_GPUS * (DEC_MAX_XCC + 1)];
 	uint64_t rows[SESSION_MAX_GPUS * (DEC_MAX_XCC + 1)];
+	uint64_t rows_flushed[SESSION_MAX_GPUS * (DEC_MAX_XCC + 1)];
+	bool writer_failed; /* a write, slice, note or flush failed: rows_flushed stays as it was */
 	size_t nmst, last_mst;
 	int64_t start_boot_ns;
 	char host[256];

@@ -54,8 +54,10 @@ void *ses_writer_main(void *arg)
 				uint64_t c0 = cost_thread_cpu_ns();
 				int rc = S->wops[k]->slice ? S->wops[k]->slice(S->w[k], it->slice, e, sizeof(e)) : 0;
 				S->wcpu_ns[k] += cost_thread_cpu_ns() - c0;
-				if (rc < 0)
+				if (rc < 0) {
+					S->writer_failed = true;
 					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
+				}
 			}
 			if (!it->slice->category || strcmp(it->slice->category, "kernel"))
 				atomic_fetch_add(&S->phases, 1);
@@ -70,6 +72,7 @@ void *ses_writer_main(void *arg)
 				int rc = S->wops[k]->write(S->w[k], &it->c, e, sizeof(e));
 				S->wcpu_ns[k] += cost_thread_cpu_ns() - c0;
 				if (rc < 0) {
+					S->writer_failed = true;
 					ses_set_error(S, rc, e[0] ? e : spmtap_strerror(rc));
 					ok = false;
 					break;
