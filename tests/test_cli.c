@@ -153,6 +153,55 @@ static void test_formats_refused(void)
 	CU_ASSERT(!exists(path("refused")));
 }
 
+/*
+ * rocprofv3's documented SPM command line, with `spmtap record` for
+ * `rocprofv3`: --spm takes its names as separate words (the app is after
+ * `--`, and a lower-case word after the names is still the app), the interval
+ * and its unit have rocprofv3's names, the beta opt-in (with or without a
+ * boolean) is accepted; the columns are the counters in the order given.
+ */
+static void test_rocprof_spm_flags(void)
+{
+	int rc = spmtap("record --emulate mi210 --spm-beta-enabled 1 --spm SQ_CYCLES SQ_WAVES TA_TA_BUSY[0] "
+			"--spm-sample-interval-unit sclk_cycles --spm-sample-interval 16384 -d rp -- "
+			"/bin/sh -c 'echo \"$*\" > rp_args.txt; sleep 0.3' sh SQ_BUSY_CYCLES x");
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc)
+		fprintf(stderr, "%s", tf_peek(path("err")));
+	char head[256] = "";
+	FILE *f = fopen(path("rp/spmtap_spm.csv"), "r");
+	CU_ASSERT(f && fgets(head, sizeof(head), f));
+	if (f)
+		fclose(f);
+	CU_ASSERT_STRING_EQUAL(head, "gpu,xcc,host_ns,gpu_ticks,SQ_CYCLES,SQ_WAVES,TA_TA_BUSY[0]\n");
+	CU_ASSERT_STRING_EQUAL(tf_peek(path("rp_args.txt")), "SQ_BUSY_CYCLES x\n");
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("rp/spmtap_meta.json")), "\"interval\": 16384"));
+	/* without `--`, the first word that is no counter name is the application, as before */
+	rc = spmtap("record --emulate mi210 --spm SQ_WAVES SQ_CYCLES -d rp2 /bin/sh -c 'sleep 0.2'");
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(size_of(path("rp2/spmtap_spm.csv")) > 0);
+	/* plan reads the same words */
+	CU_ASSERT_EQUAL(spmtap("plan --gfx gfx942 --spm SQ_CYCLES SQ_WAVES --spm-sample-interval 4096"), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("out")), "4096 SCLK cycles"));
+	/* what spmtap does not do is refused, with what to use, before any device (no --emulate) */
+	static const struct {
+		const char *args, *says;
+	} refused[] = {
+		{ "record --spm SQ_WAVES --spm-sample-interval-unit time -d x", "counts SCLK cycles" },
+		{ "plan --gfx gfx942 --spm SQ_WAVES --spm-sample-interval-unit ns", "counts SCLK cycles" },
+		{ "record --pmc SQ_WAVES -d x", "--spm NAMES" },
+		{ "plan --gfx gfx942 --pmc SQ_WAVES", "--spm NAMES" },
+		{ "plan --gfx gfx942 --spm SQ_WAVES stray", "unexpected argument 'stray'" },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		CU_ASSERT_EQUAL(spmtap(refused[i].args), 64);
+		if (!strstr(tf_peek(path("err")), refused[i].says))
+			fprintf(stderr, "%s: %s", refused[i].args, tf_peek(path("err")));
+		CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("err")), refused[i].says));
+	}
+	CU_ASSERT(!exists(path("x")));
+}
+
 /* -d is always the directory: a number is a directory name, with a hint about --duration. */
 static void test_d_is_directory(void)
 {
@@ -361,6 +410,7 @@ int main(int argc, char **argv)
 		{ "formats_rocprof_names", test_formats_rocprof_names, need_emulator },
 		{ "formats_refused", test_formats_refused, NULL },
 		{ "d_is_directory", test_d_is_directory, need_emulator },
+		{ "rocprof_spm_flags", test_rocprof_spm_flags, need_emulator },
 		{ "app_args_untouched", test_app_args_untouched, need_emulator },
 		{ "emulate_verb_ignores_env", test_emulate_verb_ignores_env, need_emulator },
 		{ "bad_global_options", test_bad_global_options, NULL },

@@ -92,6 +92,21 @@ int cli_parse_time(const char *s, double bare_ns, double *ns);
  */
 int cli_parse_interval(const char *cmd, const char *s, uint32_t *out);
 
+/* rocprofv3's SPM flags (rocprof.c).  A counter name, or names joined by commas: TCC_HIT, TCC_HIT[3]. */
+bool cli_counter_word(const char *s);
+/*
+ * rocprofv3's `--spm A B C`: after --spm's own argument, the words at
+ * argv[*optind_] that are counter names are its too; add() takes each
+ * (non-zero stops), *optind_ moves past them.
+ */
+int cli_spm_more_words(int argc, char **argv, int *optind_, int (*add)(void *, const char *), void *user);
+/* --spm-sample-interval-unit: sclk_cycles, or EXIT_USAGE after saying why. */
+int cli_spm_interval_unit(const char *cmd, const char *unit);
+/* --spm-beta-enabled [BOOL]: a boolean word after it is consumed. */
+void cli_beta_flag(int argc, char **argv, int *optind_);
+/* --pmc: what spmtap does instead; EXIT_USAGE. */
+int cli_pmc_refused(const char *cmd);
+
 /*
  * Discovery plus the GPU and backend a command works on.  devs is malloc'd;
  * `backend` NULL picks the first usable backend.  Returns an exit status;

@@ -140,12 +140,36 @@ static int plan_one(struct plan_out *o, const char *gfx, const struct spm_geomet
 	return st;
 }
 
+/* --spm NAMES, repeated or with more words: one comma-joined list. */
+static int join_name(char **names, const char *add)
+{
+	size_t old = *names ? strlen(*names) : 0;
+	char *s = realloc(*names, old + strlen(add) + 2);
+	if (!s)
+		return -1;
+	if (old)
+		s[old++] = ',';
+	strcpy(s + old, add);
+	*names = s;
+	return 0;
+}
+
+static int join_word(void *names, const char *w)
+{
+	return join_name(names, w);
+}
+
 int cmd_plan(int argc, char **argv)
 {
-	enum { O_SPM = 256, O_INTERVAL, O_GFX, O_DEVICE, O_LAYOUT, O_PM4 };
+	enum { O_SPM = 256, O_INTERVAL, O_GFX, O_DEVICE, O_LAYOUT, O_PM4, O_INTERVAL_UNIT, O_BETA, O_PMC };
 	static const struct option opts[] = {
 		{ "spm", required_argument, NULL, O_SPM },
 		{ "interval", required_argument, NULL, O_INTERVAL },
+		/* rocprofv3's names (rocprof.c) */
+		{ "spm-sample-interval", required_argument, NULL, O_INTERVAL },
+		{ "spm-sample-interval-unit", required_argument, NULL, O_INTERVAL_UNIT },
+		{ "spm-beta-enabled", no_argument, NULL, O_BETA },
+		{ "pmc", required_argument, NULL, O_PMC },
 		{ "gfx", required_argument, NULL, O_GFX },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "layout-out", required_argument, NULL, O_LAYOUT },
@@ -158,24 +182,21 @@ int cmd_plan(int argc, char **argv)
 	char *names = NULL;
 	int c, st = EXIT_OK;
 	optind = 1;
-	while (st == EXIT_OK && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	/* "+": a word that is not an option ends the options (an error below), so --spm's words stay put. */
+	while (st == EXIT_OK && (c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
-		case O_SPM: {
-			size_t old = names ? strlen(names) : 0;
-			char *s = realloc(names, old + strlen(optarg) + 2);
-			if (!s) {
+		case O_SPM:
+			if (join_name(&names, optarg) || cli_spm_more_words(argc, argv, &optind, join_word, &names))
 				st = EXIT_FAIL;
-				break;
-			}
-			if (old)
-				s[old++] = ',';
-			strcpy(s + old, optarg);
-			names = s;
 			break;
-		}
 		case O_INTERVAL:
 			st = cli_parse_interval("plan", optarg, &interval);
 			break;
+		case O_INTERVAL_UNIT:
+			st = cli_spm_interval_unit("plan", optarg);
+			break;
+		case O_BETA: cli_beta_flag(argc, argv, &optind); break;
+		case O_PMC: st = cli_pmc_refused("plan"); break;
 		case O_GFX: gfx = optarg; break;
 		case O_DEVICE: device = optarg; break;
 		case O_LAYOUT: layout_out = optarg; break;

@@ -35,7 +35,9 @@ const char cmd_record_usage[] =
 	"\n"
 	"  --spm NAMES            counters, comma-separated (repeatable): TCC_HIT sums\n"
 	"                         every instance, TCC_HIT[3] is one instance; see\n"
-	"                         `spmtap list --counters` and `spmtap plan`\n"
+	"                         `spmtap list --counters` and `spmtap plan`; as in\n"
+	"                         rocprofv3, more names may follow as words\n"
+	"                         (--spm-sample-interval N is --interval N)\n"
 	"  --interval CYCLES      sample interval in SCLK cycles, 32..65504 in steps of\n"
 	"                         32 (default 32768, see docs/cli/spmtap-record.md)\n"
 	"  --per-se               one column per shader engine for SE counters\n"
@@ -130,6 +132,11 @@ static int add_names(struct rec_opts *o, const char *arg)
 	return 0;
 }
 
+static int add_word(void *o, const char *w)
+{
+	return add_names(o, w);
+}
+
 /* Split the joined names in place; pointers stay valid while spm_names lives. */
 static int split_names(struct rec_opts *o)
 {
@@ -164,7 +171,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 	       O_PER_SE, O_PER_INSTANCE, O_DURATION, O_SMI, O_SMI_INTERVAL, O_SMI_OFFSET,
 	       O_SPM_CLOCK, O_SUBMITTER, O_PHASES, O_SPILL_MEM, O_KEEP_RAW, O_NO_KERNELS, O_CRAY,
 	       O_CRAY_INTERVAL, O_CRAY_MAP,
-	       O_JOB, O_SYNC_INTERVAL };
+	       O_JOB, O_SYNC_INTERVAL, O_INTERVAL_UNIT, O_BETA, O_PMC };
 	static const struct option opts[] = {
 		{ "raw", no_argument, NULL, O_RAW },
 		{ "output", required_argument, NULL, 'o' },
@@ -192,6 +199,11 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 		{ "sync-interval", required_argument, NULL, O_SYNC_INTERVAL },
 		{ "spm", required_argument, NULL, O_SPM },
 		{ "interval", required_argument, NULL, O_INTERVAL },
+		/* rocprofv3's names (rocprof.c) */
+		{ "spm-sample-interval", required_argument, NULL, O_INTERVAL },
+		{ "spm-sample-interval-unit", required_argument, NULL, O_INTERVAL_UNIT },
+		{ "spm-beta-enabled", no_argument, NULL, O_BETA },
+		{ "pmc", required_argument, NULL, O_PMC },
 		{ "per-se", no_argument, NULL, O_PER_SE },
 		{ "per-instance", no_argument, NULL, O_PER_INSTANCE },
 		{ NULL, 0, NULL, 0 },
@@ -346,7 +358,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			break;
 		}
 		case O_SPM:
-			if (add_names(o, optarg) < 0) {
+			if (add_names(o, optarg) < 0 || cli_spm_more_words(argc, argv, &optind, add_word, o)) {
 				fprintf(stderr, "spmtap record: out of memory\n");
 				return EXIT_FAIL;
 			}
@@ -355,6 +367,12 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			if (cli_parse_interval("record", optarg, &o->interval) != EXIT_OK)
 				return EXIT_USAGE;
 			break;
+		case O_INTERVAL_UNIT:
+			if (cli_spm_interval_unit("record", optarg) != EXIT_OK)
+				return EXIT_USAGE;
+			break;
+		case O_BETA: cli_beta_flag(argc, argv, &optind); break;
+		case O_PMC: return cli_pmc_refused("record");
 		case O_PER_SE: o->per_se = true; break;
 		case O_PER_INSTANCE: o->per_instance = true; break;
 		default:
