@@ -180,6 +180,9 @@ static void test_rocprof_spm_flags(void)
 	rc = spmtap("record --emulate mi210 --spm SQ_WAVES SQ_CYCLES -d rp2 /bin/sh -c 'sleep 0.2'");
 	CU_ASSERT_EQUAL(rc, 0);
 	CU_ASSERT(size_of(path("rp2/spmtap_spm.csv")) > 0);
+	/* rocprofv3-avail's `list --spm` lists the counters (it was taken for a --spm-backend without its argument) */
+	CU_ASSERT_EQUAL(spmtap("list --spm --gfx gfx942"), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("out")), "SQ_WAVES"));
 	/* plan reads the same words */
 	CU_ASSERT_EQUAL(spmtap("plan --gfx gfx942 --spm SQ_CYCLES SQ_WAVES --spm-sample-interval 4096"), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(tf_peek(path("out")), "4096 SCLK cycles"));

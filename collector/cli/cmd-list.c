@@ -13,7 +13,7 @@
 
 const char cmd_list_usage[] =
 	"usage: spmtap list [--probe] [--spm-backend NAME]\n"
-	"       spmtap list --counters [--gfx gfx942|gfx90a | --device D]\n"
+	"       spmtap list --counters [--gfx gfx942|gfx90a | --device D]   (or --spm)\n"
 	"       spmtap list --smi    power/energy sources per GPU and what each exposes\n"
 	"\n"
 	"List the GPUs KFD reports and the SPM backends, with the reason a backend\n"
@@ -219,6 +219,8 @@ int cmd_list(int argc, char **argv)
 		{ "probe", no_argument, NULL, 'p' },
 		{ "spm-backend", required_argument, NULL, 'b' },
 		{ "counters", no_argument, NULL, 'c' },
+		/* rocprofv3-avail list --spm (and not a prefix of --spm-backend missing its argument) */
+		{ "spm", no_argument, NULL, 'c' },
 		{ "gfx", required_argument, NULL, 'g' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "smi", no_argument, NULL, 's' },
