@@ -324,6 +324,30 @@ static void csv_part_names(void)
 	rec_free(r);
 }
 
+/*
+ * A run that failed (a full disk): final names, "complete": false, the error;
+ * its rows count those known written, and the file may hold more.
+ */
+static void csv_failed_run(void)
+{
+	fixture("failed");
+	json_t *m = meta(2, 3, 0, 3, 3);
+	json_object_set_new(m, "error", json_string("/data/run_spm.csv.part: No space left on device"));
+	put_meta("failed", "run_meta.json", m);
+	put("failed", "run_spm.csv", SPM_HDR SPM_ROWS);
+	put("failed", "run_smi.csv", SMI_HDR SMI_ROWS);
+	struct recording *r = load(path("failed"), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_TRUE(r->truth.incomplete);
+	CU_ASSERT_TRUE(has_note(r, "incomplete recording: the recorder stopped on an error: "
+				   "/data/run_spm.csv.part: No space left on device"));
+	CU_ASSERT_TRUE(has_note(r, "run_spm.csv has 3 rows of GPU 0 XCC 0; the metadata, written when the "
+				   "recording failed, counts those known written: 2"));
+	for (size_t i = 0; i < r->truth.nnotes; i++)
+		CU_ASSERT_PTR_NULL(strstr(r->truth.notes[i], "did not finish"));
+	rec_free(r);
+}
+
 /* Item 8: a killed run's empty sensor file is not "record with --smi". */
 static void killed_no_sensor_rows(void)
 {
@@ -717,6 +741,7 @@ int main(int argc, char **argv)
 		{ "csv_inconsistent", csv_inconsistent, NULL },
 		{ "csv_old_meta", csv_old_meta, NULL },
 		{ "csv_part_names", csv_part_names, NULL },
+		{ "csv_failed_run", csv_failed_run, NULL },
 		{ "killed_no_sensor_rows", killed_no_sensor_rows, NULL },
 		{ "perfetto_only", perfetto_only, NULL },
 		{ "sqlite_fixture", sqlite_fixture, NULL },

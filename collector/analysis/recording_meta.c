@@ -112,6 +112,10 @@ int rec_check_incomplete(struct recording *r, const struct rec_src *src)
 		r->truth.incomplete = true;
 	if (!r->truth.incomplete)
 		return 0;
+	/* A recorder that stopped on an error finished, and said why (session_outputs.c). */
+	const char *err = json_string_value(json_object_get(r->meta, "error"));
+	if (err && !nparts)
+		return rec_note(r, "incomplete recording: the recorder stopped on an error: %s", err);
 	return rec_note(r, "incomplete recording (the recorder did not finish): %s%s%s%s", nparts ? parts : "",
 			nparts ? (nparts > 1 ? " are still under their temporary names" : " is still under its temporary name")
 			       : "",
@@ -191,6 +195,10 @@ int rec_check_truth(struct recording *r, const struct rec_src *src)
 	snprintf(bname, sizeof(bname), "%s", rec_basename(r->base));
 	json_t *streams = json_object_get(json_object_get(r->meta, "extra"), "streams");
 	bool done = !r->truth.incomplete;
+	/* The metadata of a run that failed was written at its end, counting the rows known to be written. */
+	const char *when = json_string_value(json_object_get(r->meta, "error"))
+				   ? "the metadata, written when the recording failed, counts those known written:"
+				   : "the metadata, last written during the run, says";
 	int rc = 0;
 	size_t i;
 	json_t *s;
@@ -233,16 +241,16 @@ int rec_check_truth(struct recording *r, const struct rec_src *src)
 				rc = rec_note(r, "%s has %s rows of %s where the metadata says %s: the file is truncated",
 					      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
 			else
-				rc = rec_note(r, "%s has %s rows of %s; the metadata, last written during the run, says %s",
-					      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
+				rc = rec_note(r, "%s has %s rows of %s; %s %s", file, rec_count(a, sizeof(a), n), what,
+					      when, rec_count(b, sizeof(b), expected));
 		} else if (done) {
 			r->truth.inconsistent = true;
 			rc = rec_note(r, "%s has %s rows of %s where the metadata says only %s: the file and its "
 					 "metadata disagree",
 				      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
 		} else {
-			rc = rec_note(r, "%s has %s rows of %s; the metadata, last written during the run, says %s",
-				      file, rec_count(a, sizeof(a), n), what, rec_count(b, sizeof(b), expected));
+			rc = rec_note(r, "%s has %s rows of %s; %s %s", file, rec_count(a, sizeof(a), n), what, when,
+				      rec_count(b, sizeof(b), expected));
 		}
 		if (rc)
 			return rc;
