@@ -26,7 +26,7 @@ static uint64_t writer_behind_ns(double secs)
  * (the kind of loss the accounting shows), and what to change.  The count
  * is the decoder's (timestamp gaps), the same rule as the live line.
  */
-static void verdict(const char *who, const struct session_gpu_stats *st, double secs, bool cut)
+static void verdict(const char *who, const struct session_gpu_stats *st, double secs, bool cut, bool meta)
 {
 	uint64_t samples = 0, lost = 0, flags = 0, resync = 0;
 	for (uint32_t k = 0; k < st->nxcc; k++) {
@@ -48,9 +48,9 @@ static void verdict(const char *who, const struct session_gpu_stats *st, double 
 			snprintf(held, sizeof(held), "every output holds at least %" PRIu64 " of the", st->rows_written);
 		else
 			snprintf(held, sizeof(held), "the outputs hold only part of the");
-		fprintf(stderr, "spmtap record: WARNING: %s%s %" PRIu64 " samples (the metadata's "
-			"extra.streams[].rows counts the rows known to be written): %s. The stream itself:\n", who,
-			held, samples, cut ? "the recording failed (the error below), and what was decoded after "
+		fprintf(stderr, "spmtap record: WARNING: %s%s %" PRIu64 " samples%s: %s. The stream itself:\n", who,
+			held, samples, meta ? " (the metadata's extra.streams[].rows counts the rows known to be "
+			"written)" : "", cut ? "the recording failed (the error below), and what was decoded after "
 			"that is not in them" : "some were decoded but not written");
 	}
 	else if (cut && !st->rows_known)
@@ -174,7 +174,7 @@ void rec_summary_gpu(struct session *S, size_t i, double secs, bool cut)
 	char who[32];
 	snprintf(who, sizeof(who), "GPU %u: ", st.gpu);
 	if (st.sample_size)
-		verdict(who, &st, secs, cut);
+		verdict(who, &st, secs, cut, true);
 	saturation(S, i, who, &st);
 	uint64_t deadlines = st.smi_samples + st.smi_missed;
 	if (st.smi_missed)
@@ -234,7 +234,7 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 		if (flagged)
 			fprintf(stderr, "spmtap record: the kernel flagged %" PRIu64 " full buffer region(s); "
 				"the timestamps show no sample missing\n", flagged);
-		verdict("", st, secs, cut);
+		verdict("", st, secs, cut, false);
 		return;
 	}
 	fprintf(stderr, "spmtap record: WARNING: DATA LOSS: ~%" PRIu64 " samples (%" PRIu64
@@ -255,7 +255,7 @@ static void summary_samples(const struct session_gpu_stats *st, const char *dest
 			" partial bytes dropped, %" PRIu64 " resync(s), %" PRIu64 " loss-flagged region(s)\n", k,
 			a->samples, a->gap_samples, how, a->resync_bytes, a->resyncs, a->loss_flags);
 	}
-	verdict("", st, secs, cut);
+	verdict("", st, secs, cut, false);
 }
 
 void rec_summary_stream(struct session *S, const struct rec_opts *o, double secs, bool cut)
