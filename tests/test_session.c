@@ -537,6 +537,14 @@ static void test_full_disk(void)
 	const char *why = json_string_value(json_object_get(m, "error"));
 	CU_ASSERT(why && strstr(why, "run_spm.csv") && strstr(why, "File too large"));
 	json_decref(m);
+	/* The tick CSV (-o FILE.csv) says the same, without a metadata file to point at. */
+	snprintf(f, sizeof(f), "%s/ticks.csv", dir);
+	const char *targs[] = { "record", "--spm", "SQ_WAVES", "-o", f, "--duration", "2", NULL };
+	CU_ASSERT_EQUAL(wait_status(spawn(targs, NULL, path("fullt.err"), 1 << 20)), 1);
+	e = slurp(path("fullt.err"));
+	CU_ASSERT(strstr(e, "every output holds at least ") || strstr(e, "the outputs hold only part of the "));
+	CU_ASSERT_PTR_NULL(strstr(e, "extra.streams"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(e, "ticks.csv.part: write: File too large"));
 }
 
 static void test_app(void)
