@@ -68,7 +68,7 @@ struct feeder_buf {
  * has everything, unless `keep`.
  */
 struct feeder_spill {
-	uint64_t mem_budget;        /* bytes of retired buffers held in memory */
+	uint64_t mem_budget;        /* bytes held in memory: whole retired buffers, or packed copies (spill.c) */
 	const char *journal;        /* path; NULL: memory only (over budget: overrun, as without) */
 	struct rawfile_header hdr;  /* the journal's file header */
 	const char *meta_json;      /* its first record (the layout, for `spmtap decode`) */
@@ -109,6 +109,7 @@ struct feeder_stats {
 	uint64_t spill_mem_peak; /* most bytes of buffers held in memory for the consumer */
 	uint32_t spill_buffers;  /* buffers the pool grew to */
 	uint64_t spill_cooled;   /* times a free buffer's pages were given back (spill.c, cold buffers) */
+	uint64_t spill_packed;   /* retired buffers that waited as packed copies of their data (spill.c) */
 	bool spill_pool_full;    /* the pool reached its budget (memory full) */
 	uint64_t abandoned_bytes; /* data bytes neither decoded nor in the journal after feeder_abandon */
 	uint64_t journal_left_bytes; /* data bytes left in the journal for `spmtap decode` */

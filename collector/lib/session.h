@@ -179,6 +179,7 @@ struct session_gpu_stats {
 	bool spill;                     /* there was one */
 	uint64_t spilled_bytes, spill_mem_peak, journal_bytes, journal_cpu_ns;
 	uint64_t spill_cooled; /* free buffers whose pages were given back after a backlog */
+	uint64_t spill_packed; /* retired buffers that waited as packed copies of their data */
 	uint64_t abandoned_bytes;       /* neither decoded nor in the journal */
 	uint64_t journal_left_bytes;    /* left in the journal by an abandoned catch-up */
 	uint64_t journal_read_failed;   /* journalled buffers not read back: lost (feeder_stats) */

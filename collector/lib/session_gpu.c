@@ -316,6 +316,7 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->spilled_bytes = fs->spilled_bytes;
 		st->spill_mem_peak = fs->spill_mem_peak;
 		st->spill_cooled = fs->spill_cooled;
+		st->spill_packed = fs->spill_packed;
 		st->journal_bytes = fs->journal_bytes;
 		st->journal_cpu_ns = fs->journal_cpu_ns;
 		st->abandoned_bytes = fs->abandoned_bytes;

@@ -118,8 +118,9 @@ json_t *ses_spill_json(struct session *S, size_t i)
 	struct session_gpu_stats st;
 	if (session_gpu_stats(S, i, &st) < 0 || !st.spill)
 		return NULL;
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:s?}", "mem_peak_bytes",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:s?}", "mem_peak_bytes",
 			 (json_int_t)st.spill_mem_peak, "cooled_buffers", (json_int_t)st.spill_cooled,
+			 "packed_buffers", (json_int_t)st.spill_packed,
 			 "journal_bytes", (json_int_t)st.journal_bytes, "spilled_bytes",
 			 (json_int_t)st.spilled_bytes, "abandoned_bytes", (json_int_t)st.abandoned_bytes,
 			 "journal_left_bytes", (json_int_t)st.journal_left_bytes,
