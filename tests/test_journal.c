@@ -481,6 +481,13 @@ static void test_sigint_catchup(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "run_journal.raw"));
 	json_t *meta = NULL;
 	CU_ASSERT_EQUAL(meta_complete(dir, &meta), 0);
+	/* The GPU's line says what was decoded and what the journal holds, the metadata's figure. */
+	json_t *sp0 = json_object_get(json_array_get(json_object_get(meta, "accounting"), 0), "spill");
+	char left[96];
+	snprintf(left, sizeof(left), " decoded, %lld more left in the journal (",
+		 (long long)json_integer_value(json_object_get(sp0, "journal_left_bytes")));
+	CU_ASSERT(json_integer_value(json_object_get(sp0, "journal_left_bytes")) > 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(msg, left));
 	json_decref(meta);
 	CU_ASSERT(file_exists(journal));
 	const char *dargs[] = { spmtap, "decode", "-o", jcsv, journal, NULL };

@@ -233,10 +233,15 @@ static void summary(struct session *S, double secs, bool cut)
 			snprintf(tbw, sizeof(tbw), "times within %.0f ns (worst-case bound)", st.tb_bound_ns);
 		else
 			snprintf(tbw, sizeof(tbw), "too few to map times");
-		fprintf(stderr, "spmtap record: GPU %u: %.2f s, %" PRIu64 " bytes (%.1f MB/s), %" PRIu64
+		/* A stopped catch-up decoded only part of the stream: the rate is the stream's, all of it. */
+		char left[96] = "";
+		if (st.journal_left_bytes)
+			snprintf(left, sizeof(left), " decoded, %" PRIu64 " more left in the journal", st.journal_left_bytes);
+		uint64_t all = bytes + st.journal_left_bytes;
+		fprintf(stderr, "spmtap record: GPU %u: %.2f s, %" PRIu64 " bytes%s (%.1f MB/s), %" PRIu64
 			" samples from %u XCC stream(s); %" PRIu64 " sensor samples; timebase %u pairs ("
-			"%u rejected as disturbed), %s, %.2f ppm\n", st.gpu, secs, bytes,
-			secs > 0 ? (double)bytes / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
+			"%u rejected as disturbed), %s, %.2f ppm\n", st.gpu, secs, bytes, left,
+			secs > 0 ? (double)all / secs / 1e6 : 0.0, samples, st.nxcc, st.smi_samples,
 			st.tb_pairs, st.tb_rejected, tbw, st.tb_ppm);
 		rec_summary_gpu(S, i, secs, cut);
 		/* A poll with no free buffer leaves the armed one armed: loss only if it filled meanwhile. */
