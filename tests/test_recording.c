@@ -348,6 +348,31 @@ static void csv_failed_run(void)
 	rec_free(r);
 }
 
+/* A catch-up stopped by a second Ctrl-C: the rest waits in the journal beside the files, and is named. */
+static void csv_catchup_stopped(void)
+{
+	fixture("stopped");
+	json_t *m = meta(3, 3, 0, 3, 3);
+	json_t *acc = json_array_get(json_object_get(m, "accounting"), 0);
+	json_object_set_new(acc, "spill", json_pack("{s:I, s:s}", "journal_left_bytes", (json_int_t)4096, "journal",
+						     "elsewhere/run_journal.raw"));
+	put_meta("stopped", "run_meta.json", m);
+	put("stopped", "run_spm.csv", SPM_HDR SPM_ROWS);
+	put("stopped", "run_smi.csv", SMI_HDR SMI_ROWS);
+	struct recording *r = load(path("stopped"), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_TRUE(r->truth.incomplete);
+	char want[8192];
+	snprintf(want, sizeof(want), "incomplete recording: its catch-up was stopped, and 4096 bytes of GPU 0's SPM "
+		 "data wait in %s/run_journal.raw (`spmtap decode %s/run_journal.raw` gives their rows)",
+		 path("stopped"), path("stopped"));
+	CU_ASSERT_TRUE(has_note(r, want));
+	if (!has_note(r, want))
+		for (size_t i = 0; i < r->truth.nnotes; i++)
+			fprintf(stderr, "\n  note: %s", r->truth.notes[i]);
+	rec_free(r);
+}
+
 /* Item 8: a killed run's empty sensor file is not "record with --smi". */
 static void killed_no_sensor_rows(void)
 {
@@ -742,6 +767,7 @@ int main(int argc, char **argv)
 		{ "csv_old_meta", csv_old_meta, NULL },
 		{ "csv_part_names", csv_part_names, NULL },
 		{ "csv_failed_run", csv_failed_run, NULL },
+		{ "csv_catchup_stopped", csv_catchup_stopped, NULL },
 		{ "killed_no_sensor_rows", killed_no_sensor_rows, NULL },
 		{ "perfetto_only", perfetto_only, NULL },
 		{ "sqlite_fixture", sqlite_fixture, NULL },

@@ -116,6 +116,24 @@ int rec_check_incomplete(struct recording *r, const struct rec_src *src)
 	const char *err = json_string_value(json_object_get(r->meta, "error"));
 	if (err && !nparts)
 		return rec_note(r, "incomplete recording: the recorder stopped on an error: %s", err);
+	/* A catch-up stopped by a second Ctrl-C finished too: the rest waits in the journal. */
+	size_t gi;
+	json_t *acc;
+	json_array_foreach(json_object_get(r->meta, "accounting"), gi, acc) {
+		json_t *sp = json_object_get(acc, "spill");
+		json_int_t left = json_integer_value(json_object_get(sp, "journal_left_bytes"));
+		const char *j = json_string_value(json_object_get(sp, "journal"));
+		if (!nparts && left > 0 && j) {
+			/* Beside the recording (the path it has was the recorder's, from its directory). */
+			const char *b = rec_basename(r->base);
+			char path[4096];
+			snprintf(path, sizeof(path), "%.*s%s", (int)(b - r->base), r->base, rec_basename(j));
+			return rec_note(r, "incomplete recording: its catch-up was stopped, and %lld bytes of GPU %lld's "
+					   "SPM data wait in %s (`spmtap decode %s` gives their rows)",
+					(long long)left, (long long)json_integer_value(json_object_get(acc, "gpu")), path,
+					path);
+		}
+	}
 	return rec_note(r, "incomplete recording (the recorder did not finish): %s%s%s%s", nparts ? parts : "",
 			nparts ? (nparts > 1 ? " are still under their temporary names" : " is still under its temporary name")
 			       : "",
