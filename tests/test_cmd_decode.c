@@ -170,11 +170,17 @@ static void test_invalid_layout(void)
 static void test_usage(void)
 {
 	setup_files();
+	/* A bad command line is 64, as in every command (docs/cli/spmtap.md "Exit status"); 2 is "SPM held". */
 	const char *a[] = {"decode", path("raw.bin")};
-	CU_ASSERT_EQUAL(run(2, a), 2);
+	CU_ASSERT_EQUAL(run(2, a), 64);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "--layout is required"));
 	const char *b[] = {"decode", "--layout", path("l.json")};
-	CU_ASSERT_EQUAL(run(3, b), 2);
+	CU_ASSERT_EQUAL(run(3, b), 64);
+	/* A missing input is said so, whether or not --layout was given. */
+	const char *e[] = {"decode", path("missing.bin")};
+	CU_ASSERT_EQUAL(run(2, e), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_text, "missing.bin: No such file"));
+	CU_ASSERT_PTR_NULL(strstr(err_text, "--layout is required"));
 	const char *c[] = {"decode", "--help"};
 	CU_ASSERT_EQUAL(run(2, c), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out_text, "usage: spmtap decode"));

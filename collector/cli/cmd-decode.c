@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/cli/cli.h"
 #include "collector/cli/cmd-decode.h"
 #include "collector/lib/decode_thread.h"
 #include "collector/lib/rawfile.h"
@@ -284,22 +285,27 @@ int cmd_decode(int argc, char **argv)
 		case 'i': per_instance = true; break;
 		case 'o': out_path = optarg; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "spmtap decode: exactly one input file is needed\n");
 		usage(stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 	const char *inname = argv[optind];
+	/* A file that is not there is that, not a stream without its layout. */
+	if (strcmp(inname, "-") && access(inname, R_OK) < 0) {
+		fprintf(stderr, "spmtap decode: %s: %s\n", inname, strerror(errno));
+		return 1;
+	}
 	if (strcmp(inname, "-") && is_container(inname))
 		return decode_container(inname, layout_path, out_path, per_se, per_instance);
 	if (!layout_path) {
 		fprintf(stderr, "spmtap decode: --layout is required for a headerless stream "
 				"(only a raw container carries its layout)\n");
 		usage(stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 
 	char err[512];
