@@ -216,6 +216,11 @@ static void test_d_is_directory(void)
 	const char *s = strstr(tf_peek(path("err")), "GPU 0: ");
 	CU_ASSERT_PTR_NOT_NULL(s);
 	CU_ASSERT(s && strtod(s + 7, NULL) > 0.1 && strtod(s + 7, NULL) < 3.5);
+	/* -o with a directory part (the tick CSV, --raw): the directory is made, as -d's is */
+	CU_ASSERT_EQUAL(spmtap("record --emulate mi210 --spm SQ_WAVES -o sub/dir/t.csv --duration 0.2"), 0);
+	CU_ASSERT(size_of(path("sub/dir/t.csv")) > 0);
+	CU_ASSERT_EQUAL(spmtap("record --emulate mi210 --raw -o sub/raw/r.spmraw --duration 0.2"), 0);
+	CU_ASSERT(size_of(path("sub/raw/r.spmraw")) > 0);
 }
 
 /* After "--" everything is the application's, --emulate included. */

@@ -538,6 +538,17 @@ static int run(const struct rec_opts *o, const char *odir, const char *oname, bo
 		cli_target_free(&t);
 		return EXIT_FAIL;
 	}
+	/* -o DIR/FILE (the tick CSV, --raw): its directory is made as -d's is, not left to fail at the open. */
+	const char *slash = !outdir && o->out && strcmp(o->out, "-") ? strrchr(o->out, '/') : NULL;
+	if (slash && slash != o->out) {
+		char d[4096];
+		snprintf(d, sizeof(d), "%.*s", (int)(slash - o->out), o->out);
+		if (session_make_dir(d, err, sizeof(err)) < 0) {
+			fprintf(stderr, "spmtap record: -o %s: %s\n", o->out, err);
+			cli_target_free(&t);
+			return EXIT_FAIL;
+		}
+	}
 	/* Phases files are read before anything starts, so that a bad one costs no recording. */
 	struct sa_phases filep[sizeof(o->phases) / sizeof(o->phases[0])];
 	size_t nfilep = 0;
