@@ -172,6 +172,10 @@ static void test_meta(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "csv "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "sqlite "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(l, "; memcpy "));
+	/* A short recording says that fixed costs weigh on its per-GB figures (COST_FIXED_BYTES, cost.h). */
+	const char *eol = strchr(l, '\n');
+	const char *fixed = strstr(l, "fixed costs weigh on these figures");
+	CU_ASSERT_EQUAL(bytes < (double)(256ull << 20), fixed && (!eol || fixed < eol));
 	json_decref(m);
 }
 
