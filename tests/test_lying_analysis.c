@@ -237,6 +237,7 @@ static json_t *counter(json_t *phase, const char *name)
 
 struct verdict {
 	size_t phases, equal, blanked, partial, lossy; /* lossy: phases the truth says miss samples */
+	size_t sat;   /* phases with a value whose true samples include a saturated one */
 };
 
 /*
@@ -290,6 +291,7 @@ static void check_truthful(const char *rec, json_t *j, const struct truth *t, co
 			fprintf(stderr, "\n    %s: nothing missing, yet no value (%s) ", what, reason ? reason : "");
 			CU_FAIL("a whole phase was blanked");
 		}
+		v->sat += has && pt.any_sat;
 		if (!has) {
 			v->blanked++;
 			CU_ASSERT(!c || (json_is_null(json_object_get(c, "total")) && json_is_null(json_object_get(c, "rate_per_s"))));
@@ -718,11 +720,15 @@ static void saturation(void)
 	}
 	fprintf(stderr, "\n    %zu phase(s) with saturated TCC_HIT ", sat_phases);
 	/*
-	 * The run must show saturation somewhere, unless the device lost samples in
-	 * every phase (under TSan in CI it once ran late for the whole recording,
-	 * so no phase kept a value to be saturated in).
+	 * The run must show saturation where the truth has it, in some phase that
+	 * kept a value.  Under TSan in CI the device has run late for the whole
+	 * recording, or for all but an idle phase where TCC_HIT never saturates
+	 * (1 of 7 phases kept): then there is nothing to show, and it is said.
 	 */
-	CU_ASSERT(sat_phases >= 1 || v.lossy == v.phases);
+	if (!v.sat)
+		fprintf(stderr, "\n    no phase with a value has a saturated true sample (%zu of %zu lack samples) ",
+			v.lossy, v.phases);
+	CU_ASSERT(sat_phases >= 1 || v.sat == 0);
 	struct verdict w;
 	check_truthful("sat", j, &t, "SQ_WAVES", &w);
 	/* a phase the device kept whole has its exact number (under TSan in CI it ran late in all 5) */
