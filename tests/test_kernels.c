@@ -277,8 +277,14 @@ static void test_many(void)
 		for (int j = 0; j < NNAMES; j++)
 			cnt_t[j] += !strcmp(t[i].name, names[j]);
 	qsort(t, nt, sizeof(*t), cmp_ticks);
-	size_t matched = 0;
+	size_t matched = 0, tight_miss = 0;
 	long long worst_abs = 0, worst_dur = 0;
+	/* The timebase's worst-case error of one instant (the metadata's timebase[0].bound_ns). */
+	json_t *mt = json_load_file(testenv_path(dir, "run_meta.json"), 0, NULL);
+	long long bound = (long long)json_number_value(json_object_get(json_array_get(json_object_get(mt, "timebase"), 0),
+								      "bound_ns"));
+	json_decref(mt);
+	CU_ASSERT(bound > 0);
 	for (size_t i = 0; i < nc; i++) {
 		struct row *x = &c[i];
 		for (int j = 0; j < NNAMES; j++)
@@ -304,7 +310,16 @@ static void test_many(void)
 		long long dns = (long long)(x->end_ns - x->start_ns), dt = (long long)(x->end - x->start) * TICK_NS;
 		long long ed = llabs(dns - dt), ea = llabs((long long)x->start_ns -
 							  ((long long)(x->start - CLOCK_OFFSET) * TICK_NS + boot_minus_raw));
-		CU_ASSERT(ed <= DUR_TOL(dt));
+		/*
+		 * Each fit window is a segment of its own, so a kernel that spans a
+		 * boundary between two takes their step (ASan in CI once: 5 ns on a
+		 * duration under 20 us).  Every duration stays within the stated
+		 * bound of its two instants; the tight tolerance holds for all but
+		 * the few that span a boundary.
+		 */
+		if (ed > DUR_TOL(dt))
+			tight_miss++;
+		CU_ASSERT(ed <= DUR_TOL(dt) + 2 * bound);
 		CU_ASSERT(ea < 1000000);
 		CU_ASSERT(x->mapped);
 		CU_ASSERT_EQUAL(x->gpu, 0); /* the first GPU agent is GPU 0, the one recorded */
@@ -312,6 +327,10 @@ static void test_many(void)
 		worst_abs = ea > worst_abs ? ea : worst_abs;
 	}
 	CU_ASSERT_EQUAL(matched, want);
+	if (tight_miss)
+		fprintf(stderr, "  [%zu durations beyond %d ns + 100 ppm, within 2 x the bound of %lld ns]\n", tight_miss,
+			3, bound);
+	CU_ASSERT(tight_miss <= nc / 100);
 	for (int j = 0; j < NNAMES; j++) {
 		CU_ASSERT_EQUAL(cnt_c[j], cnt_t[j]);
 		CU_ASSERT_EQUAL(cnt_c[j], want / NNAMES);
