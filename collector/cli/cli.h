@@ -95,11 +95,11 @@ int cli_parse_interval(const char *cmd, const char *s, uint32_t *out);
 /* rocprofv3's SPM flags (rocprof.c).  A counter name, or names joined by commas: TCC_HIT, TCC_HIT[3]. */
 bool cli_counter_word(const char *s);
 /*
- * rocprofv3's `--spm A B C`: after --spm's own argument, the words at
- * argv[*optind_] that are counter names are its too; add() takes each
- * (non-zero stops), *optind_ moves past them.
+ * --spm ARG and, as rocprofv3's `--spm A B C`, the words after it at
+ * argv[*optind_] that are counter names, appended to the comma-joined *list
+ * (realloc'd); *optind_ moves past those words.  0, or -ENOMEM.
  */
-int cli_spm_more_words(int argc, char **argv, int *optind_, int (*add)(void *, const char *), void *user);
+int cli_spm_names(int argc, char **argv, int *optind_, const char *arg, char **list);
 /* --spm-sample-interval-unit: sclk_cycles, or EXIT_USAGE after saying why. */
 int cli_spm_interval_unit(const char *cmd, const char *unit);
 /* --spm-beta-enabled [BOOL]: a boolean word after it is consumed. */

@@ -140,25 +140,6 @@ static int plan_one(struct plan_out *o, const char *gfx, const struct spm_geomet
 	return st;
 }
 
-/* --spm NAMES, repeated or with more words: one comma-joined list. */
-static int join_name(char **names, const char *add)
-{
-	size_t old = *names ? strlen(*names) : 0;
-	char *s = realloc(*names, old + strlen(add) + 2);
-	if (!s)
-		return -1;
-	if (old)
-		s[old++] = ',';
-	strcpy(s + old, add);
-	*names = s;
-	return 0;
-}
-
-static int join_word(void *names, const char *w)
-{
-	return join_name(names, w);
-}
-
 int cmd_plan(int argc, char **argv)
 {
 	enum { O_SPM = 256, O_INTERVAL, O_GFX, O_DEVICE, O_LAYOUT, O_PM4, O_INTERVAL_UNIT, O_BETA, O_PMC };
@@ -186,7 +167,7 @@ int cmd_plan(int argc, char **argv)
 	while (st == EXIT_OK && (c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
 		case O_SPM:
-			if (join_name(&names, optarg) || cli_spm_more_words(argc, argv, &optind, join_word, &names))
+			if (cli_spm_names(argc, argv, &optind, optarg, &names) < 0)
 				st = EXIT_FAIL;
 			break;
 		case O_INTERVAL:

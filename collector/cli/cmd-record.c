@@ -119,24 +119,6 @@ const char cmd_record_usage[] =
 	"64 bad command line or counter request; 130 the catch-up was stopped by a\n"
 	"second signal (outputs incomplete, the rest in the journal).\n";
 
-static int add_names(struct rec_opts *o, const char *arg)
-{
-	size_t old = o->spm_names ? strlen(o->spm_names) : 0;
-	char *s = realloc(o->spm_names, old + strlen(arg) + 2);
-	if (!s)
-		return -ENOMEM;
-	if (old)
-		s[old++] = ',';
-	strcpy(s + old, arg);
-	o->spm_names = s;
-	return 0;
-}
-
-static int add_word(void *o, const char *w)
-{
-	return add_names(o, w);
-}
-
 /* Split the joined names in place; pointers stay valid while spm_names lives. */
 static int split_names(struct rec_opts *o)
 {
@@ -358,7 +340,7 @@ static int parse_opts(int argc, char **argv, struct rec_opts *o)
 			break;
 		}
 		case O_SPM:
-			if (add_names(o, optarg) < 0 || cli_spm_more_words(argc, argv, &optind, add_word, o)) {
+			if (cli_spm_names(argc, argv, &optind, optarg, &o->spm_names) < 0) {
 				fprintf(stderr, "spmtap record: out of memory\n");
 				return EXIT_FAIL;
 			}

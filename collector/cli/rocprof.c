@@ -9,7 +9,9 @@
  * (the only unit rocprofv3 accepts); the beta opt-in has no meaning here.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -40,15 +42,26 @@ bool cli_counter_word(const char *s)
 	}
 }
 
-int cli_spm_more_words(int argc, char **argv, int *optind_, int (*add)(void *, const char *), void *user)
+/* *list gains ",add" (or becomes "add"): repeated --spm options and their words make one list. */
+static int join(char **list, const char *add)
 {
-	while (*optind_ < argc && cli_counter_word(argv[*optind_])) {
-		int rc = add(user, argv[*optind_]);
-		if (rc)
-			return rc;
-		(*optind_)++;
-	}
+	size_t old = *list ? strlen(*list) : 0;
+	char *s = realloc(*list, old + strlen(add) + 2);
+	if (!s)
+		return -ENOMEM;
+	if (old)
+		s[old++] = ',';
+	strcpy(s + old, add);
+	*list = s;
 	return 0;
+}
+
+int cli_spm_names(int argc, char **argv, int *optind_, const char *arg, char **list)
+{
+	int rc = join(list, arg);
+	for (; !rc && *optind_ < argc && cli_counter_word(argv[*optind_]); (*optind_)++)
+		rc = join(list, argv[*optind_]);
+	return rc;
 }
 
 int cli_spm_interval_unit(const char *cmd, const char *unit)
