@@ -620,7 +620,7 @@ static void *journal_main(void *arg)
 		 * system (malloc_trim returns free heap pages anywhere, not only at the
 		 * top), as cold buffers give theirs (put_free).
 		 */
-		if (sp->packed && atomic_load(&sp->packed_live) == 0 && sp->trim) {
+		if (sp->trim && atomic_load(&sp->packed_live) == 0) {
 			malloc_trim(0);
 			sp->trim = false;
 		}
