@@ -148,14 +148,15 @@ size_t spm_plan_saturation(const struct spm_plan *p, struct spm_plan_sat *out, s
 
 /*
  * What this collector is known to sustain, all GPUs of one process together,
- * in MB/s of SPM bytes (docs/bench.md "End to end", measured on a 2-vCPU VM
- * with the emulated device on the same cores): CSV and Perfetto lossless at
- * 786 MB/s for 10 s but not for 30 s, so 600; SQLite lossless at 393 MB/s for
- * 10 s, so 350.  A plan above it is warned about; it is an estimate, not a
- * limit (a larger machine sustains more; the loss line tells).
+ * in MB/s of SPM bytes (docs/bench.md "Data-rate estimate", measured on a
+ * 2-vCPU VM with the emulated device on the same cores, 2026-11-28): CSV and
+ * Perfetto lossless at 788 MB/s for 60 s, and at 1.05 GB/s for 20 s only on
+ * a quiet day, so 800; SQLite lossless at 525 MB/s for 60 s, so 500.  A plan
+ * above it is warned about; it is an estimate, not a limit (a larger machine
+ * sustains more; the loss line tells).
  */
-#define SPM_SUSTAINED_MBS_CSV 600.0
-#define SPM_SUSTAINED_MBS_SQLITE 350.0
+#define SPM_SUSTAINED_MBS_CSV 800.0
+#define SPM_SUSTAINED_MBS_SQLITE 500.0
 /* What a rate above it does, in every warning that names it (plan, record, several GPUs). */
 #define SPM_RATE_ABOVE_SUSTAINED                                                                           \
 	"expect the outputs to fall behind (the spill queue and the journal hold the backlog while memory " \

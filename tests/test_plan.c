@@ -551,7 +551,7 @@ static void test_rate_warning(void)
 	CU_ASSERT_DOUBLE_EQUAL(spm_plan_mbs(p, 2.1), 201600.0, 0.5);
 	CU_ASSERT_EQUAL(spm_plan_warnings(p, 2.1, 0, text, sizeof(text)), 1);
 	HAS(text, "201600.0 MB/s");
-	HAS(text, "600 MB/s");
+	HAS(text, "800 MB/s");
 	const char *iv = strstr(text, "--interval ");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(iv);
 	uint32_t safe = (uint32_t)strtoul(iv + 11, NULL, 10);

@@ -377,8 +377,8 @@ static void test_rate_warning_cli(void)
 	char *err;
 	CU_ASSERT_EQUAL(record("mi300x", "plan32", args, NULL, &err), 0);
 	HAS(err, "spmtap plan: warning: the data rate, 201600.0 MB/s");
-	HAS(err, "exceeds the 600 MB/s this collector is known to sustain");
-	HAS(err, "--interval 10752 or longer");
+	HAS(err, "exceeds the 800 MB/s this collector is known to sustain");
+	HAS(err, "--interval 8064 or longer");
 	free(err);
 	const char *ok[] = { "plan", "--spm", "SQ_WAVES,SQ_CYCLES,TCC_HIT", "--interval", "32736", NULL };
 	CU_ASSERT_EQUAL(record("mi300x", "plan32736", ok, NULL, &err), 0);
