@@ -230,10 +230,13 @@ int ses_gpu_smi(struct session *S, struct sgpu *g)
 		if (!m)
 			return 0;
 	}
+	uint64_t iv = o->smi_interval_ns ? o->smi_interval_ns : 1000000;
 	struct smi_sampler_opts so = {
 		.ops = g->probe.ops, .src = g->probe.inst, .metrics = m,
 		.ts_domain = g->probe.src[g->probe.selected].ts_domain,
-		.interval_ns = o->smi_interval_ns ? o->smi_interval_ns : 1000000,
+		.interval_ns = iv,
+		/* By the GPU's place on the node, so that samplers of other ranks spread too. */
+		.phase_ns = o->ndev ? iv * (g->dev->index % o->ndev) / o->ndev : 0,
 		.offsets = o->smi_offsets, .stream_id = S->next_stream_id++, .gpu = g->dev->index,
 		.gpu_id = g->dev->gpu_id, .device_name = g->devname, .on_chunk = ses_smi_sink, .arg = g,
 	};

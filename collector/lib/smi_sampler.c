@@ -254,7 +254,9 @@ static void *thread_main(void *arg)
 	struct smi_sampler *s = arg;
 	int64_t iv = (int64_t)s->o.interval_ns;
 	timing_setup(s);
-	int64_t next = mono_ns() + iv;
+	/* The first point of the grid k * iv + phase after now (smi_sampler.h). */
+	int64_t phase = (int64_t)(s->o.phase_ns % s->o.interval_ns);
+	int64_t next = (mono_ns() - phase) / iv * iv + iv + phase;
 	uint64_t wakes = 0;
 	s->st.first_deadline_ns = next;
 	s->last_flush_ns = smi_now_boot_ns();

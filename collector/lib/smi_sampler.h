@@ -28,6 +28,12 @@ struct smi_sampler_opts {
 	uint32_t metrics;                  /* SMI_M_BIT() set for the columns */
 	enum smi_ts_domain ts_domain;      /* of the source (the probe report says) */
 	uint64_t interval_ns;              /* >= 1 ms */
+	/*
+	 * Deadlines fall at k * interval_ns + phase_ns of CLOCK_MONOTONIC
+	 * (phase_ns < interval_ns): the node's samplers, in one process or one
+	 * per rank, spread over the period by GPU instead of waking together.
+	 */
+	uint64_t phase_ns;
 	uint32_t chunk_samples;            /* 0: 256 */
 	uint64_t flush_ns;                 /* 0: 100 ms */
 	uint64_t max_samples;              /* 0: until smi_sampler_stop() */
