@@ -44,7 +44,7 @@ static int drain(struct csv_writer *w)
 {
 	size_t off = 0;
 	while (off < w->len && !w->err) {
-		ssize_t n = write(w->fd, w->buf + off, w->len - off);
+		ssize_t n = wb_write(&w->wb, w->fd, w->buf + off, w->len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -54,7 +54,6 @@ static int drain(struct csv_writer *w)
 			break;
 		}
 		off += (size_t)n;
-		wb_wrote(&w->wb, w->fd, (uint64_t)n);
 	}
 	w->len = 0;
 	return w->err;

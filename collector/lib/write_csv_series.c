@@ -168,7 +168,7 @@ static int drain(struct csvs_file *cf)
 {
 	size_t off = 0;
 	while (off < cf->len) {
-		ssize_t n = write(cf->fd, cf->buf + off, cf->len - off);
+		ssize_t n = wb_write(&cf->wb, cf->fd, cf->buf + off, cf->len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -180,7 +180,6 @@ static int drain(struct csvs_file *cf)
 			return -1;
 		}
 		off += (size_t)n;
-		wb_wrote(&cf->wb, cf->fd, (uint64_t)n);
 	}
 	cf->len = 0;
 	return 0;

@@ -210,7 +210,7 @@ static int write_out(struct writer *w, const uint8_t *data, size_t n)
 {
 	size_t off = 0;
 	while (off < n) {
-		ssize_t k = write(w->fd, data + off, n - off);
+		ssize_t k = wb_write(&w->wb, w->fd, data + off, n - off);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -232,7 +232,6 @@ static int write_out(struct writer *w, const uint8_t *data, size_t n)
 			return e;
 		}
 		off += (size_t)k;
-		wb_wrote(&w->wb, w->fd, (uint64_t)k);
 	}
 	w->base += (off_t)n;
 	return 0;

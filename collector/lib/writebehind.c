@@ -2,6 +2,7 @@
 /* Page-cache write-behind for outputs written once (writebehind.h says why). */
 #include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "collector/lib/writebehind.h"
 
@@ -15,9 +16,20 @@ static void drop(struct wbehind *wb, uint64_t end)
 		return;
 	/* Pages that were dirty at the last turn have had a step to reach the disk. */
 	uint64_t lo = wb->dropped >= WB_STEP ? wb->dropped - WB_STEP : 0;
-	if (posix_fadvise(wb->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_DONTNEED) != 0)
-		atomic_store(&wb->off, true); /* ESPIPE on a pipe: advice only, never an error of the output */
-	wb->calls++;
+	/*
+	 * A slice per call: one call over the whole range ran for over 300 us
+	 * in the kernel, and a kernel built without preemption (PREEMPT_NONE,
+	 * common on servers) lets a woken sensor sampler (SCHED_FIFO) in only
+	 * when the call returns (docs/power.md, "Timing").
+	 */
+	for (uint64_t a = lo; a < hi; a += WB_SLICE) {
+		uint64_t n = hi - a < WB_SLICE ? hi - a : WB_SLICE;
+		wb->calls++;
+		if (posix_fadvise(wb->fd, (off_t)a, (off_t)n, POSIX_FADV_DONTNEED) != 0) {
+			atomic_store(&wb->off, true); /* ESPIPE on a pipe: advice only, never an error of the output */
+			break;
+		}
+	}
 	wb->dropped = hi;
 }
 
@@ -73,6 +85,14 @@ void wb_wrote(struct wbehind *wb, int fd, uint64_t n)
 	wb->want = end;
 	pthread_cond_signal(&wb->cv);
 	pthread_mutex_unlock(&wb->mu);
+}
+
+ssize_t wb_write(struct wbehind *wb, int fd, const void *p, size_t n)
+{
+	ssize_t k = write(fd, p, n < WB_WRITE_MAX ? n : WB_WRITE_MAX);
+	if (k > 0)
+		wb_wrote(wb, fd, (uint64_t)k);
+	return k;
 }
 
 void wb_stop(struct wbehind *wb)

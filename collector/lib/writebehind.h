@@ -28,9 +28,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define WB_STEP (8u << 20)
 #define WB_LAG (64u << 20)
+#define WB_SLICE (1u << 20) /* bytes per fadvise call (writebehind.c says why) */
+#define WB_WRITE_MAX (256u << 10) /* bytes per write call (wb_write) */
 
 /* Zero-initialised (calloc, = { 0 }) is ready; wb_stop before the descriptor is closed. */
 struct wbehind {
@@ -52,6 +55,14 @@ struct wbehind {
 /* n more bytes were appended to fd; what is far enough behind is dropped on the helper's thread. */
 void wb_wrote(struct wbehind *wb, int fd, uint64_t n);
 /* Ends the thread, if one was started, after a last turn for the writer's latest end; a later write starts another. */
+/*
+ * write(2) of at most WB_WRITE_MAX of the n bytes, counted with wb_wrote when
+ * it wrote any; the caller loops as for any short write.  A 1 MiB write into
+ * the page cache held the CPU for over 100 us in the kernel, and on a kernel
+ * without preemption (PREEMPT_NONE) a woken SCHED_FIFO sensor sampler waits
+ * for the call to return (docs/power.md, "Timing").
+ */
+ssize_t wb_write(struct wbehind *wb, int fd, const void *p, size_t n);
 void wb_stop(struct wbehind *wb);
 
 #endif
