@@ -92,13 +92,22 @@ static void emu_period_begin(struct emu_spm_xcc *x, uint64_t now, uint64_t t_num
 
 /* ---- user memory ------------------------------------------------------------ */
 
-/* copy_to_user: bytes actually written; a fault stops the copy as in the kernel. */
+/*
+ * copy_to_user: bytes actually written; a fault stops the copy as in the kernel.
+ * At most 256 KiB a call: a call over a buffer of MiBs stays in the kernel for
+ * ms, and on a kernel without preemption (PREEMPT_NONE) a real-time thread
+ * woken on that CPU waits for it (a sched trace showed a sensor sampler
+ * woken 5.5 ms before it ran, behind the device process).
+ * The emulated device's time must not show up as the collector's jitter.
+ */
+#define EMU_USER_WRITE_MAX (256u << 10)
 static size_t emu_user_write(int pid, uint64_t dst, const void *src, size_t len)
 {
 	size_t done = 0;
 	while (done < len) {
-		struct iovec l = { (void *)((const char *)src + done), len - done };
-		struct iovec r = { (void *)(uintptr_t)(dst + done), len - done };
+		size_t n = len - done < EMU_USER_WRITE_MAX ? len - done : EMU_USER_WRITE_MAX;
+		struct iovec l = { (void *)((const char *)src + done), n };
+		struct iovec r = { (void *)(uintptr_t)(dst + done), n };
 		ssize_t w = process_vm_writev(pid ? pid : getpid(), &l, 1, &r, 1, 0);
 		if (w < 0 && !pid && (errno == ENOSYS || errno == EPERM)) {
 			memcpy(r.iov_base, l.iov_base, len - done); /* no way to probe: trust the caller */
