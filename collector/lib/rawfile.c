@@ -39,11 +39,22 @@ struct rawfile_writer {
 	char errmsg[512];
 };
 
-/* All of iov, or -errno; partial writes are continued, EINTR retried. */
+/*
+ * All of iov (n <= 3), or -errno; partial writes are continued, EINTR retried.
+ * At most WB_WRITE_MAX bytes a call, as the other writers (writebehind.h).
+ */
 static int write_all(int fd, struct iovec *iov, int n)
 {
 	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
+		struct iovec part[3];
+		int k = 0;
+		for (size_t room = WB_WRITE_MAX; k < n && k < 3 && room; k++) {
+			part[k] = iov[k];
+			if (part[k].iov_len > room)
+				part[k].iov_len = room;
+			room -= part[k].iov_len;
+		}
+		ssize_t w = writev(fd, part, k);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
