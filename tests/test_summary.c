@@ -17,7 +17,10 @@
  *  - smi_missing: a sensor the GPU does not have is named with what it has
  *    and the --smi to use; a run that would record nothing is refused;
  *  - smi_deadlines: missed sensor deadlines are in the summary, equal to
- *    the meta's, with a slow emulated sensor read that forces misses;
+ *    the meta's, with a slow emulated sensor read that forces misses, and
+ *    blamed on the read; smi_deadlines_stopped: a recorder stopped
+ *    (SIGSTOP) for 200 ms misses them before it wakes, and the summary
+ *    blames the scheduling, not the read;
  *  - rate_warning_cli: a data rate above the documented estimate is warned
  *    about (docs/bench.md "Data-rate estimate");
  *  - observed_estimate: for a counter without a catalog peak, the interval
@@ -27,13 +30,16 @@
  * timing-dependent outcome (loss on a loaded machine) is checked for
  * consistency in both directions rather than assumed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collector/lib/decode_thread.h"
@@ -362,6 +368,79 @@ static void test_smi_deadlines(void)
 	HAS(err, want);
 	if (!strstr(err, want))
 		fprintf(stderr, "\nwanted \"%s\" in:\n%s\n", want, err);
+	/* The read is the cause: a sample took at least its 3 ms, and the summary says so. */
+	CU_ASSERT(json_real_value(json_object_get(a, "smi_max_read_ms")) >= 3.0);
+	CU_ASSERT((uint64_t)json_integer_value(json_object_get(a, "smi_missed_late")) < missed);
+	HAS(err, "a sample took up to");
+	json_decref(m);
+	free(err);
+}
+
+/* The pid of the recorder (comm "spmtap", not its emulator wrappers) whose command line names dir; 0: none. */
+static pid_t recorder_of(const char *dir)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+	while (d && !found && (e = readdir(d))) {
+		char p[300], buf[4096];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/comm", e->d_name);
+		if (tf_slurp_into(p, buf, sizeof(buf)) <= 0 || strcmp(buf, "spmtap\n"))
+			continue;
+		snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
+		ssize_t n = tf_slurp_into(p, buf, sizeof(buf));
+		for (ssize_t i = 0; i + 1 < n; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		if (n > 0 && strstr(buf, dir))
+			found = (pid_t)atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * Deadlines that pass while the recorder cannot run (here SIGSTOP for
+ * 200 ms once it has sampled; on a node, a busy or preempted CPU) are the
+ * scheduler's: the summary must not send the user to a longer interval.
+ */
+static void test_smi_deadlines_stopped(void)
+{
+	const char *pre[] = { "--emulate", "mi300a", NULL };
+	const char *args[] = { "record", "--smi", "power_cur", "--duration", "3", "-d", path("stopped"), NULL };
+	char errf[4096], state[4096], part[4096];
+	snprintf(errf, sizeof(errf), "%s.err", path("stopped"));
+	snprintf(state, sizeof(state), "%s.state", path("stopped"));
+	snprintf(part, sizeof(part), "%s/spmtap_smi.csv.part", path("stopped"));
+	pid_t top = tp_spawn_spmtap(pre, args, state, &(struct tp_opts){ .err = errf });
+	CU_ASSERT_FATAL(top > 0);
+	/* Once rows are on disk the sampler runs (no wall-clock guess at start-up). */
+	pid_t rec = 0;
+	struct stat st;
+	for (int i = 0; i < 3000 && !(rec && stat(part, &st) == 0 && st.st_size > 0); i++) {
+		usleep(10000);
+		if (!rec)
+			rec = recorder_of(path("stopped"));
+	}
+	CU_ASSERT_FATAL(rec > 0);
+	CU_ASSERT_EQUAL(kill(rec, SIGSTOP), 0);
+	usleep(200000);
+	CU_ASSERT_EQUAL(kill(rec, SIGCONT), 0);
+	CU_ASSERT_EQUAL(tp_wait(top), 0);
+	char *err = tf_text(errf);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+	json_t *m = meta_of("stopped");
+	json_t *a = json_array_get(json_object_get(m, "accounting"), 0);
+	uint64_t late = (uint64_t)json_integer_value(json_object_get(a, "smi_missed_late"));
+	/* 200 periods of 1 ms passed while it was stopped; some slack for the signals' own delay. */
+	CU_ASSERT(late >= 150);
+	CU_ASSERT(json_real_value(json_object_get(a, "smi_max_late_ms")) >= 150.0);
+	HAS(err, "the sampler woke up to");
+	if (late < 150 || !strstr(err, "the sampler woke up to"))
+		fprintf(stderr, "\n  smi_missed_late %" PRIu64 "; stderr:\n%s\n", late, err);
 	json_decref(m);
 	free(err);
 }
@@ -428,6 +507,7 @@ int main(int argc, char **argv)
 		{ "summary/verdict_kernel_drop", test_verdict_kernel_drop, testenv_need_emu_shim },
 		{ "summary/smi_missing", test_smi_missing, testenv_need_emu_shim },
 		{ "summary/smi_deadlines", test_smi_deadlines, testenv_need_emu_shim },
+		{ "summary/smi_deadlines_stopped", test_smi_deadlines_stopped, testenv_need_emu_shim },
 		{ "summary/rate_warning_cli", test_rate_warning_cli, testenv_need_emu_shim },
 		{ "summary/observed_estimate", test_observed_estimate, NULL },
 		{ NULL, NULL, NULL },

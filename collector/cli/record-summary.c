@@ -166,6 +166,33 @@ static void saturation(struct session *S, size_t i, const char *who, const struc
 	}
 }
 
+/*
+ * Missed sensor deadlines, by cause: a deadline that passed before the
+ * sampler woke is the scheduler's (a busy or preempted CPU), and a longer
+ * interval would not help; one that passed during a sample is the read's.
+ */
+static void smi_missed(const char *who, const struct session_gpu_stats *st)
+{
+	if (!st->smi_missed)
+		return;
+	uint64_t deadlines = st->smi_samples + st->smi_missed, late = st->smi_missed_late;
+	uint64_t read = st->smi_missed - late;
+	char why[480], a[200], b[200];
+	snprintf(a, sizeof(a), "the sampler woke up to %.1f ms late (a busy or preempted CPU; SPMTAP_SMI_RT=1 "
+		 "gives it real-time priority where allowed, docs/power.md)", (double)st->smi_max_late_ns / 1e6);
+	snprintf(b, sizeof(b), "a sample took up to %.1f ms, past the next deadline (a slow read, or the CPU "
+		 "taken away during it); if the read is slow, a longer --smi-interval or fewer sensors keeps up",
+		 (double)st->smi_max_read_ns / 1e6);
+	if (!read)
+		snprintf(why, sizeof(why), "%s", a);
+	else if (!late)
+		snprintf(why, sizeof(why), "%s", b);
+	else
+		snprintf(why, sizeof(why), "%" PRIu64 " because %s, %" PRIu64 " because %s", late, a, read, b);
+	fprintf(stderr, "spmtap record: %s%" PRIu64 " of %" PRIu64 " sensor deadlines missed (%.1f %%): %s\n", who,
+		st->smi_missed, deadlines, 100.0 * (double)st->smi_missed / (double)deadlines, why);
+}
+
 void rec_summary_gpu(struct session *S, size_t i, double secs, bool cut)
 {
 	struct session_gpu_stats st;
@@ -176,11 +203,7 @@ void rec_summary_gpu(struct session *S, size_t i, double secs, bool cut)
 	if (st.sample_size)
 		verdict(who, &st, secs, cut, true);
 	saturation(S, i, who, &st);
-	uint64_t deadlines = st.smi_samples + st.smi_missed;
-	if (st.smi_missed)
-		fprintf(stderr, "spmtap record: %s%" PRIu64 " of %" PRIu64 " sensor deadlines missed (%.1f %%): "
-			"a read overran its period; a longer --smi-interval or fewer sensors keeps up\n",
-			who, st.smi_missed, deadlines, 100.0 * (double)st.smi_missed / (double)deadlines);
+	smi_missed(who, &st);
 }
 
 /* No counters, no layout: what the raw container alone can say. */

@@ -168,6 +168,8 @@ struct session_gpu_stats {
 	uint64_t rows_written;
 	bool rows_known;
 	uint64_t smi_samples, smi_missed; /* sensor rows written; deadlines missed */
+	uint64_t smi_missed_late;         /* of those, passed before the sampler woke (scheduling) */
+	int64_t smi_max_late_ns, smi_max_read_ns; /* worst wake-up after a deadline; worst sample */
 	uint64_t smi_after_end;           /* sensor readings after the recording's end, left out */
 	uint64_t sink_wait_ns;     /* decode thread blocked on the output queue (the writer behind) */
 	uint32_t interval;         /* SCLK cycles per sample; 0 without counters */

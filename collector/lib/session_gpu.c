@@ -344,6 +344,9 @@ int session_gpu_stats(const struct session *S, size_t i, struct session_gpu_stat
 		st->smi_after_end = atomic_load(&((struct sgpu *)g)->smi_after_end);
 		st->smi_samples = ss.samples - st->smi_after_end;
 		st->smi_missed = ss.missed_deadlines;
+		st->smi_missed_late = ss.missed_late;
+		st->smi_max_late_ns = ss.max_late_ns;
+		st->smi_max_read_ns = ss.max_read_ns;
 	}
 	/* the clock thread adds pairs while the meta is rewritten during the run; the lock
 	 * is not part of the session's observable state, hence the cast */

@@ -282,19 +282,25 @@ static void *thread_main(void *arg)
 		s->late_sum += (double)late;
 		if (late > s->st.max_late_ns)
 			s->st.max_late_ns = late;
+		int64_t woke = next + late;
 		if (!sample(s))
 			break;
 		/*
-		 * The next deadline is on the fixed grid start + k * interval;
-		 * if the read overran it, skip to the first one still ahead
+		 * The next deadline is on the fixed grid k * interval + phase;
+		 * if the sample overran it, skip to the first one still ahead
 		 * and count the ones lost, rather than sample late (drift) or
-		 * in a burst.
+		 * in a burst.  Those that had passed before the wake-up are
+		 * the scheduler's, not the read's: the summary says which.
 		 */
 		next += iv;
 		int64_t now = mono_ns();
+		if (now - woke > s->st.max_read_ns)
+			s->st.max_read_ns = now - woke;
 		if (now >= next) {
 			int64_t k = (now - next) / iv + 1;
 			s->st.missed_deadlines += (uint64_t)k;
+			if (woke >= next)
+				s->st.missed_late += (uint64_t)((woke - next) / iv + 1);
 			next += k * iv;
 		}
 	}

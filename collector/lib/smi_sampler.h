@@ -49,8 +49,10 @@ struct smi_sampler_opts {
 struct smi_sampler_stats {
 	uint64_t samples;          /* rows delivered */
 	uint64_t read_errors;
-	uint64_t missed_deadlines; /* periods skipped because a read overran */
+	uint64_t missed_deadlines; /* periods skipped: passed before the sample was done */
+	uint64_t missed_late;      /* of those, passed before the sampler even woke (scheduling) */
 	int64_t max_late_ns;       /* wake-up after the deadline, worst */
+	int64_t max_read_ns;       /* one sample, wake-up to done (read and hand-off), worst */
 	double mean_late_ns;
 	int64_t first_deadline_ns, last_deadline_ns; /* CLOCK_MONOTONIC */
 	uint64_t distinct_sensor_ts;
