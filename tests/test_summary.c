@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,7 +377,11 @@ static void test_smi_deadlines(void)
 	free(err);
 }
 
-/* The pid of the recorder (comm "spmtap", not its emulator wrappers) whose command line names dir; 0: none. */
+/*
+ * The pid of the recorder whose command line names dir; 0: none.  The
+ * recorder is `spmtap record ...`; its --emulate wrappers are `spmtap
+ * --emulate ... record ...` until they rename themselves spmtap-emu.
+ */
 static pid_t recorder_of(const char *dir)
 {
 	DIR *d = opendir("/proc");
@@ -391,10 +396,12 @@ static pid_t recorder_of(const char *dir)
 			continue;
 		snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
 		ssize_t n = tf_slurp_into(p, buf, sizeof(buf));
+		size_t a0 = strnlen(buf, sizeof(buf));
+		bool record = n > 0 && (ssize_t)a0 + 1 < n && !strcmp(buf + a0 + 1, "record");
 		for (ssize_t i = 0; i + 1 < n; i++)
 			if (!buf[i])
 				buf[i] = ' ';
-		if (n > 0 && strstr(buf, dir))
+		if (record && strstr(buf, dir))
 			found = (pid_t)atoi(e->d_name);
 	}
 	if (d)
@@ -418,13 +425,10 @@ static void test_smi_deadlines_stopped(void)
 	pid_t top = tp_spawn_spmtap(pre, args, state, &(struct tp_opts){ .err = errf });
 	CU_ASSERT_FATAL(top > 0);
 	/* Once rows are on disk the sampler runs (no wall-clock guess at start-up). */
-	pid_t rec = 0;
 	struct stat st;
-	for (int i = 0; i < 3000 && !(rec && stat(part, &st) == 0 && st.st_size > 0); i++) {
+	for (int i = 0; i < 3000 && !(stat(part, &st) == 0 && st.st_size > 0); i++)
 		usleep(10000);
-		if (!rec)
-			rec = recorder_of(path("stopped"));
-	}
+	pid_t rec = recorder_of(path("stopped"));
 	CU_ASSERT_FATAL(rec > 0);
 	CU_ASSERT_EQUAL(kill(rec, SIGSTOP), 0);
 	usleep(200000);
