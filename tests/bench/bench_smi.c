@@ -546,11 +546,12 @@ static void spm_smi_run(const char *tag, const char *rt)
 	qsort(d, nd, sizeof(d[0]), cmp_i64c);
 	snprintf(path, sizeof(path), "%s/s_meta.json", dir);
 	json_t *m = json_load_file(path, 0, NULL);
-	uint64_t missed = 0, ngpu = 0;
+	uint64_t missed = 0, missed_late = 0, ngpu = 0;
 	json_t *a, *acc = json_object_get(m, "accounting");
 	size_t i;
 	json_array_foreach(acc, i, a) {
 		missed += (uint64_t)json_integer_value(json_object_get(a, "smi_missed_deadlines"));
+		missed_late += (uint64_t)json_integer_value(json_object_get(a, "smi_missed_late"));
 		ngpu++;
 	}
 	double sensors_cpu = -1;
@@ -573,6 +574,8 @@ static void spm_smi_run(const char *tag, const char *rt)
 	printf("smi_%s_dt_p99_us=%.1f\n", tag, nd ? d[(nd * 99) / 100] / 1e3 : 0.0);
 	printf("smi_%s_dt_max_us=%.1f\n", tag, nd ? d[nd - 1] / 1e3 : 0.0);
 	printf("smi_%s_missed_deadlines=%" PRIu64 "\n", tag, missed);
+	/* of those, passed before the sampler woke: the scheduler's (or the VM's), not the read's */
+	printf("smi_%s_missed_late=%" PRIu64 "\n", tag, missed_late);
 	printf("smi_%s_gaps_over_2ms=%" PRIu64 "\n", tag, gaps);
 	/* From /proc (threads spmtap-smi*), and as the recorder states it (metadata cost stage "sensors"). */
 	printf("smi_%s_sampler_threads=%d\n", tag, nthr);
