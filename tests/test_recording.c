@@ -330,12 +330,9 @@ static void csv_part_names(void)
  */
 static void csv_failed_run(void)
 {
-	fixture("failed");
 	json_t *m = meta(2, 3, 0, 3, 3);
 	json_object_set_new(m, "error", json_string("/data/run_spm.csv.part: No space left on device"));
-	put_meta("failed", "run_meta.json", m);
-	put("failed", "run_spm.csv", SPM_HDR SPM_ROWS);
-	put("failed", "run_smi.csv", SMI_HDR SMI_ROWS);
+	whole("failed", m);
 	struct recording *r = load(path("failed"), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_TRUE(r->truth.incomplete);
@@ -351,14 +348,11 @@ static void csv_failed_run(void)
 /* A catch-up stopped by a second Ctrl-C: the rest waits in the journal beside the files, and is named. */
 static void csv_catchup_stopped(void)
 {
-	fixture("stopped");
 	json_t *m = meta(3, 3, 0, 3, 3);
 	json_t *acc = json_array_get(json_object_get(m, "accounting"), 0);
 	json_object_set_new(acc, "spill", json_pack("{s:I, s:s}", "journal_left_bytes", (json_int_t)4096, "journal",
 						     "elsewhere/run_journal.raw"));
-	put_meta("stopped", "run_meta.json", m);
-	put("stopped", "run_spm.csv", SPM_HDR SPM_ROWS);
-	put("stopped", "run_smi.csv", SMI_HDR SMI_ROWS);
+	whole("stopped", m);
 	struct recording *r = load(path("stopped"), 0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
 	CU_ASSERT_TRUE(r->truth.incomplete);
