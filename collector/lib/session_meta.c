@@ -245,8 +245,8 @@ json_t *ses_accounting_json(struct session *S)
 		/* output_queue_wait_s: the decode thread blocked on a full output queue (the writer behind). */
 		/* poll_gap_max_ms: the longest the kernel held the data between two polls; rotate_max_ms: of
 		 * which the longest SET_DEST_BUF call took (the driver's, or the emulated device's, share). */
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o}", "gpu",
-			(int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o}",
+			"gpu", (int)st.gpu, "first_buffer_bytes", (json_int_t)st.first_buffer_bytes,
 			"overrun_polls", (json_int_t)st.overrun_polls,
 			"poll_gap_max_ms", (double)st.poll_gap_max_ns / 1e6,
 			"rotate_max_ms", (double)st.rotate_max_ns / 1e6, "smi_samples",

@@ -54,7 +54,6 @@ struct wbehind {
 
 /* n more bytes were appended to fd; what is far enough behind is dropped on the helper's thread. */
 void wb_wrote(struct wbehind *wb, int fd, uint64_t n);
-/* Ends the thread, if one was started, after a last turn for the writer's latest end; a later write starts another. */
 /*
  * write(2) of at most WB_WRITE_MAX of the n bytes, counted with wb_wrote when
  * it wrote any; the caller loops as for any short write.  A 1 MiB write into
@@ -63,6 +62,7 @@ void wb_wrote(struct wbehind *wb, int fd, uint64_t n);
  * for the call to return (docs/power.md, "Timing").
  */
 ssize_t wb_write(struct wbehind *wb, int fd, const void *p, size_t n);
+/* Ends the thread, if one was started, after a last turn for the writer's latest end; a later write starts another. */
 void wb_stop(struct wbehind *wb);
 
 #endif
